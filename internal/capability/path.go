@@ -1,0 +1,235 @@
+package capability
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+)
+
+// maxPathLen is the longest path argument accepted, in bytes: Linux's
+// PATH_MAX. A longer one cannot reach the kernel in one piece, so it can
+// only be something a server rewrites first, in a way we cannot know.
+const maxPathLen = 4096
+
+// maxSymlinks is how many symbolic links one resolution may follow before
+// it is a loop: Linux's MAXSYMLINKS.
+const maxSymlinks = 40
+
+// PathOptions says how to canonicalise a path argument for one server. The
+// zero value canonicalises lexically with no home (so "~" fails closed).
+type PathOptions struct {
+	// Home is the home directory of the server's user, against which "~"
+	// and "~/x" expand. It SHOULD be canonical itself; it is cleaned, and
+	// resolved with the rest of the path when Readlink is set. Empty: a
+	// path starting with "~" is an error.
+	Home string
+
+	// Readlink, when set, resolves symbolic links (the server is local). It
+	// has os.Readlink's contract: the link target, or an error. An error
+	// satisfying errors.Is(err, fs.ErrNotExist) (or syscall.ENOTDIR: a
+	// component before it is not a directory) means the path does not
+	// exist; syscall.EINVAL means it exists and is not a link. Any other
+	// error (permission denied, I/O) fails the canonicalisation: we cannot
+	// know what the server would reach. It is the only I/O, injected by the
+	// caller: this package does none. Nil: paths are canonicalised
+	// lexically only.
+	Readlink func(name string) (string, error)
+}
+
+// CanonPath returns the canonical absolute form of a path argument, as Linux
+// reads it: the absolute, clean path a policy matches with [PathUnder].
+//
+// "~" and "~/x" expand against o.Home; "~user" is an error, since we cannot
+// know that user's home. Then the path must be absolute: relative paths (a
+// server resolves them against a working directory we do not know), empty
+// paths, NUL bytes (a C server stops at the first one), file: URLs in any
+// case, invalid UTF-8 and paths longer than 4096 bytes are errors. Repeated
+// slashes, "." and trailing slashes are dropped, and ".." is resolved, never
+// above "/". A backslash is an ordinary byte on Linux, not a separator:
+// `/home/a/.ssh\id_rsa` is a file in /home/a, and `\\server\share` is a
+// relative path; a server on Windows needs its own canonicaliser.
+//
+// Invalid UTF-8 is refused although Linux names are bytes: arguments arrive
+// as JSON strings, so a server decodes them to text before it opens
+// anything, and a byte sequence that is not text reaches it in some
+// replaced form we cannot predict.
+//
+// With o.Readlink set, symbolic links are resolved component by component
+// as the kernel does: absolute and relative targets, a ".." after a link
+// going to the parent of the link's target, at most 40 links (more is a
+// loop, an error). A link as the final component is followed even when it
+// dangles, because writing through it creates its target. Once a component
+// does not exist, the rest is appended lexically, without asking Readlink.
+// Some servers (Node's path.resolve before fs.realpath, as the reference
+// filesystem MCP server does) clean ".." lexically before resolving links;
+// when the argument has a ".." and the two readings reach different paths,
+// the error wraps [ErrAmbiguous].
+//
+// The result names the object that opening the path reaches. An operation
+// that acts on a final link itself (unlink, rename, lstat) acts on the link,
+// in the directory of the unresolved path; a binding that derives fs.write
+// for such operations must account for that.
+func CanonPath(raw string, o *PathOptions) (string, error) {
+	if o == nil {
+		o = &PathOptions{}
+	}
+	p, err := checkPath(raw, o.Home)
+	if err != nil {
+		return "", err
+	}
+	if o.Readlink == nil {
+		return lengthOK(raw, path.Clean(p))
+	}
+	phys, err := resolve(p, o.Readlink)
+	if err != nil {
+		return "", fmt.Errorf("path %q: %w", raw, err)
+	}
+	if hasDotDot(p) {
+		lex, err := resolve(path.Clean(p), o.Readlink)
+		if err != nil {
+			return "", fmt.Errorf("path %q: %w", raw, err)
+		}
+		if lex != phys {
+			return "", fmt.Errorf("path %q is %w: %s if \"..\" is resolved lexically, %s physically",
+				raw, ErrAmbiguous, lex, phys)
+		}
+	}
+	return lengthOK(raw, phys)
+}
+
+// checkPath refuses what no canonical form exists for and expands "~". The
+// result is absolute but not clean.
+func checkPath(raw, home string) (string, error) {
+	switch {
+	case raw == "":
+		return "", errors.New("empty path")
+	case len(raw) > maxPathLen:
+		return "", fmt.Errorf("path of %d bytes is too long (at most %d)", len(raw), maxPathLen)
+	case strings.IndexByte(raw, 0) >= 0:
+		return "", fmt.Errorf("path %q contains a NUL byte", raw)
+	case !utf8.ValidString(raw):
+		return "", fmt.Errorf("path %q is not valid UTF-8", raw)
+	case len(raw) >= 5 && strings.EqualFold(raw[:5], "file:"):
+		return "", fmt.Errorf("path %q is a file: URL, not a path", raw)
+	}
+	p := raw
+	if raw[0] == '~' {
+		user, rest, _ := strings.Cut(raw[1:], "/")
+		if user != "" {
+			return "", fmt.Errorf("path %q names the home of user %q (~user): not supported", raw, "~"+user)
+		}
+		if home == "" {
+			return "", fmt.Errorf("path %q starts with ~ but the server has no home directory configured", raw)
+		}
+		if home[0] != '/' || strings.IndexByte(home, 0) >= 0 {
+			return "", fmt.Errorf("home directory %q is not an absolute path", home)
+		}
+		p = path.Clean(home) + "/" + rest
+	}
+	if p[0] != '/' {
+		return "", fmt.Errorf("path %q is not absolute", raw)
+	}
+	return p, nil
+}
+
+func lengthOK(raw, p string) (string, error) {
+	if len(p) > maxPathLen {
+		return "", fmt.Errorf("path %q expands to %d bytes, too long (at most %d)", raw, len(p), maxPathLen)
+	}
+	return p, nil
+}
+
+// hasDotDot reports whether p has a ".." component.
+func hasDotDot(p string) bool {
+	for {
+		i := strings.Index(p, "..")
+		if i < 0 {
+			return false
+		}
+		if (i == 0 || p[i-1] == '/') && (i+2 == len(p) || p[i+2] == '/') {
+			return true
+		}
+		p = p[i+2:]
+	}
+}
+
+// resolve walks the absolute path p from the root the way the kernel's path
+// lookup does, asking readlink about each component until one does not
+// exist. The result is clean.
+func resolve(p string, readlink func(string) (string, error)) (string, error) {
+	dest := "/" // resolved so far: clean, absolute, no links up to missing
+	rest := p   // still to walk
+	links := 0
+	missing := false
+	for rest != "" {
+		var name string
+		name, rest, _ = strings.Cut(strings.TrimLeft(rest, "/"), "/")
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			dest = path.Dir(dest)
+			continue
+		}
+		next := dest + "/" + name
+		if dest == "/" {
+			next = "/" + name
+		}
+		if len(next) > maxPathLen {
+			return "", fmt.Errorf("resolves to more than %d bytes", maxPathLen)
+		}
+		if missing {
+			dest = next
+			continue
+		}
+		target, err := readlink(next)
+		switch {
+		case err == nil:
+		case errors.Is(err, syscall.EINVAL):
+			dest = next
+			continue
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+			dest, missing = next, true
+			continue
+		default:
+			return "", fmt.Errorf("reading symbolic link %s: %w", next, err)
+		}
+		links++
+		switch {
+		case links > maxSymlinks:
+			return "", fmt.Errorf("too many symbolic links (more than %d) at %s", maxSymlinks, next)
+		case target == "":
+			return "", fmt.Errorf("symbolic link %s has an empty target", next)
+		case len(target) > maxPathLen:
+			return "", fmt.Errorf("symbolic link %s has a target longer than %d bytes", next, maxPathLen)
+		case strings.IndexByte(target, 0) >= 0:
+			return "", fmt.Errorf("symbolic link %s has a target with a NUL byte", next)
+		}
+		if target[0] == '/' {
+			dest = "/"
+		}
+		rest = target + "/" + rest
+	}
+	return dest, nil
+}
+
+// PathUnder reports whether path is dir or lies under it, component-wise:
+// /home/a/.sshx is not under /home/a/.ssh; /home/a/.ssh is under itself; "/"
+// contains everything. Both MUST be canonical ([CanonPath]); trailing
+// slashes are tolerated, and a path or dir that is not absolute is under
+// nothing and contains nothing.
+func PathUnder(path, dir string) bool {
+	if path == "" || dir == "" || path[0] != '/' || dir[0] != '/' {
+		return false
+	}
+	path = strings.TrimRight(path, "/")
+	dir = strings.TrimRight(dir, "/")
+	if dir == "" { // the root
+		return true
+	}
+	return strings.HasPrefix(path, dir) && (len(path) == len(dir) || path[len(dir)] == '/')
+}
