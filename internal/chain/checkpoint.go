@@ -1,0 +1,122 @@
+package chain
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+)
+
+// CheckpointDomain is the domain-separation prefix of a checkpoint
+// signature. The signed message is
+//
+//	CheckpointDomain || seq as 8 bytes big-endian || the 32-byte entry hash
+//
+// so a checkpoint signature can never be mistaken for a signature of
+// anything else the key signs.
+const CheckpointDomain = "aegis.chain.checkpoint.v1\x00"
+
+// A checkpoint is a signed statement that the entry numbered seq has hash.
+// Through the hash links it covers every entry up to seq. A Log writes one
+// after every group-commit batch, in the same write and fsync as the batch:
+//
+//	{"checkpoint":<seq>,"hash":"<64 hex>","key":"<16 hex>","sig":"<128 hex>"}
+type checkpoint struct {
+	seq  uint64
+	hash Digest
+	key  [8]byte
+	sig  [ed25519.SignatureSize]byte
+}
+
+// checkpointMessage returns the bytes a checkpoint signature covers.
+func checkpointMessage(seq uint64, h Digest) []byte {
+	m := make([]byte, 0, len(CheckpointDomain)+8+32)
+	m = append(m, CheckpointDomain...)
+	m = binary.BigEndian.AppendUint64(m, seq)
+	return append(m, h[:]...)
+}
+
+// keyID returns the key id of pub: the first 8 bytes of SHA-256(pub). It
+// names the key; it is not what makes a checkpoint trusted.
+func keyID(pub ed25519.PublicKey) (id [8]byte) {
+	s := sha256.Sum256(pub)
+	copy(id[:], s[:])
+	return id
+}
+
+// KeyID returns the key id a checkpoint signed by pub carries, in hex.
+func KeyID(pub ed25519.PublicKey) string {
+	id := keyID(pub)
+	return hex.EncodeToString(id[:])
+}
+
+// signCheckpoint signs (seq, h) with priv.
+func signCheckpoint(priv ed25519.PrivateKey, seq uint64, h Digest) checkpoint {
+	c := checkpoint{seq: seq, hash: h, key: keyID(priv.Public().(ed25519.PublicKey))}
+	copy(c.sig[:], ed25519.Sign(priv, checkpointMessage(seq, h)))
+	return c
+}
+
+// verify reports whether c carries pub's key id and a valid signature by it.
+func (c *checkpoint) verify(pub ed25519.PublicKey, id [8]byte) bool {
+	return c.key == id && ed25519.Verify(pub, checkpointMessage(c.seq, c.hash), c.sig[:])
+}
+
+// appendCheckpoint appends c as a stored line, newline included.
+func appendCheckpoint(dst []byte, c *checkpoint) []byte {
+	dst = append(dst, `{"checkpoint":`...)
+	dst = strconv.AppendUint(dst, c.seq, 10)
+	dst = append(dst, `,"hash":"`...)
+	dst = hex.AppendEncode(dst, c.hash[:])
+	dst = append(dst, `","key":"`...)
+	dst = hex.AppendEncode(dst, c.key[:])
+	dst = append(dst, `","sig":"`...)
+	dst = hex.AppendEncode(dst, c.sig[:])
+	return append(dst, "\"}\n"...)
+}
+
+// decodeCheckpoint reads a stored checkpoint line (without its newline).
+func decodeCheckpoint(line []byte) (c checkpoint, err error) {
+	d := decoder{b: line}
+	d.lit(`{"checkpoint":`)
+	c.seq = d.uint(MaxSeq)
+	if d.err == nil && c.seq == 0 {
+		d.fail("checkpoint 0: sequence numbers start at 1")
+	}
+	d.lit(`,"hash":"`)
+	c.hash = d.hex32()
+	d.lit(`","key":"`)
+	d.hexInto(c.key[:])
+	d.lit(`","sig":"`)
+	d.hexInto(c.sig[:])
+	d.lit(`"}`)
+	if d.err == nil && d.i != len(line) {
+		d.fail("trailing bytes after the checkpoint")
+	}
+	if d.err != nil {
+		return c, d.err
+	}
+	return c, nil
+}
+
+// hexInto reads 2*len(dst) lower-case hex digits into dst.
+func (d *decoder) hexInto(dst []byte) {
+	if d.err != nil {
+		return
+	}
+	n := 2 * len(dst)
+	if len(d.b)-d.i < n {
+		d.fail("want " + strconv.Itoa(n) + " hex digits")
+		return
+	}
+	for i := range dst {
+		hi, lo := unhex[d.b[d.i+2*i]], unhex[d.b[d.i+2*i+1]]
+		if hi|lo == 0xff {
+			d.fail("want " + strconv.Itoa(n) + " lower-case hex digits")
+			return
+		}
+		dst[i] = hi<<4 | lo
+	}
+	d.i += n
+}

@@ -1,0 +1,48 @@
+// Package chain owns the decision record: a tamper-evident, append-only
+// chain with one [Entry] per decision, hash-linked and signed, stored in a
+// directory of JSON Lines segment files. It owns the entry format, its
+// canonical encoding and hashing, group commit and crash recovery, offline
+// verification and the reader that recheck replays.
+//
+// It stores decisions as data: it imports nothing of the engine that makes
+// them. The raw arguments of a call are not in the chain (they go to the
+// envelope, a separate store); the derived capabilities are, so a chain
+// shows the paths, hosts and ids that calls named. SPEC.md at the root of
+// the repository defines the format precisely enough to verify a chain
+// without this package.
+//
+// # Writing
+//
+// [Open] a directory and [Log.Append] entries. Append returns once the
+// entry is durable; concurrent Appends share one write and one fsync, after
+// which one checkpoint, an ed25519 signature over the last entry's seq and
+// hash, covers the whole batch:
+//
+//	l, err := chain.Open(dir, nil)
+//	...
+//	seq, hash, err := l.Append(ctx, &chain.Entry{
+//		Session: sid, Principal: "alice", Origin: "interactive",
+//		Server: "fs", Tool: "read_file",
+//		Caps:     []chain.Cap{{Kind: "fs.read", Path: "/home/alice/notes.md"}},
+//		Decision: chain.Allow, Mode: chain.Enforce, Rules: []string{"notes"},
+//		PolicyHash: ph, ArgsHash: ah,
+//	})
+//	if err != nil {
+//		// not recorded: the call must not go through
+//	}
+//
+// # Durability
+//
+// What is durable: every entry for which Append returned nil, with its
+// checkpoint (R25). What is not: an entry whose Append returned an error or
+// had not returned when the process or machine stopped; Open cuts such
+// entries off if they reached the disk. After a write or fsync error the Log
+// refuses every further Append until it is reopened.
+//
+// # Verifying and reading
+//
+// [Verify] checks a chain offline with the public key alone and tells a
+// chain cut short at the tail (a crash, or a suffix removed) from one
+// altered in the middle (a [*BreakError]). [Scan] reads the entries in
+// order for recheck.
+package chain

@@ -1,0 +1,328 @@
+package chain
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func digestOf(s string) Digest { return sha256.Sum256([]byte(s)) }
+
+// sample is an entry with every field set, and strings that need escaping.
+func sample() *Entry {
+	return &Entry{
+		V:              Version,
+		Seq:            7,
+		Time:           time.Date(2026, 11, 29, 12, 0, 1, 2345, time.UTC),
+		Session:        "s-1",
+		Principal:      "alice",
+		Roles:          []string{"dev", "ops"},
+		Origin:         "interactive",
+		Server:         "fs",
+		Tool:           "read_file",
+		ToolSchemaHash: digestOf("schema"),
+		Caps: []Cap{
+			{Kind: "fs.read", Path: "/home/alice/a \"quoted\"\tname\u2028é"},
+			{Kind: "net.connect", Scheme: "https", Host: "api.github.com", Port: 443, URL: "https://api.github.com/x?q=1"},
+			{Kind: "exec", Program: "git", Argv: []string{"git", "log", "\x00\x1f\x7f"}},
+			{Kind: "exec", Shell: true, Command: "ls | wc"},
+			{Kind: "id", IDKind: "mail.message", ID: "m-17"},
+		},
+		Decision:   Deny,
+		Mode:       Shadow,
+		Would:      Allow,
+		Rules:      []string{"no-ssh", "r2"},
+		Reason:     "path under ~/.ssh \\ denied",
+		PolicyHash: digestOf("policy"),
+		ArgsHash:   digestOf("args"),
+		Envelope:   digestOf("envelope"),
+		Prev:       digestOf("prev"),
+	}
+}
+
+// minimal is an entry with every optional field empty.
+func minimal() *Entry {
+	return &Entry{V: Version, Seq: 1, Time: time.Unix(0, 0), Decision: Allow, Mode: Enforce}
+}
+
+func TestCanonicalGolden(t *testing.T) {
+	tests := []struct {
+		name string
+		e    *Entry
+		want string
+	}{
+		{
+			name: "minimal",
+			e:    minimal(),
+			want: `{"args_hash":"","caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
+				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
+				`"seq":1,"server":"","session":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+		},
+		{
+			name: "would equal to decision is dropped",
+			e:    func() *Entry { e := minimal(); e.Would = Allow; return e }(),
+			want: `{"args_hash":"","caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
+				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
+				`"seq":1,"server":"","session":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+		},
+		{
+			name: "capabilities and escapes",
+			e: &Entry{Seq: 2, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)), Decision: Ask, Mode: Enforce,
+				Caps: []Cap{{Kind: "exec", Program: "sh", Argv: []string{"a\"\\\b\f\n\r\t\x01\x7f/"}, Shell: true, Command: "x"}, {Kind: "net.connect", Host: "h", Port: 1}}},
+			want: `{"args_hash":"","caps":[{"argv":["a\"\\\b\f\n\r\t\u0001` + "\x7f" + `/"],"command":"x","kind":"exec","program":"sh","shell":true},{"host":"h","kind":"net.connect","port":1}],` +
+				`"decision":"ask","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
+				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
+				`"seq":2,"server":"","session":"","time":"2026-01-02T02:04:05.000000006Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.e.Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
+				t.Errorf("Canonical (-want +got):\n%s", diff)
+			}
+			ref, err := refJCS(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(ref, got) {
+				t.Errorf("not JCS:\n got %s\nref %s", got, ref)
+			}
+		})
+	}
+}
+
+// TestHashDefinition pins the hash to its definition in SPEC.md, computed
+// here from the reference JCS of the stored line without "hash".
+func TestHashDefinition(t *testing.T) {
+	e := sample()
+	line, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "hash")
+	raw, _ := json.Marshal(m)
+	canon, err := refJCS(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Digest(sha256.Sum256(append([]byte("aegis.chain.v1\x00"), canon...)))
+	got, err := e.ComputeHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("ComputeHash = %v, want SHA-256(domain || JCS) = %v", got, want)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, e := range []*Entry{sample(), minimal()} {
+		h, err := e.ComputeHash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Hash = h
+		line, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Entry
+		f, err := decodeEntry(line, &got)
+		if err != nil {
+			t.Fatalf("decodeEntry(%s): %v", line, err)
+		}
+		if diff := cmp.Diff(e, &got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("decoded entry (-want +got):\n%s", diff)
+		}
+		if f.seq != e.Seq || f.prev != e.Prev || f.hash != h || hashCanonical(sha256.New(), append(f.body[:len(f.body):len(f.body)], '}')) != h {
+			t.Errorf("facts = %+v", f)
+		}
+		// encoding/json reads the stored line into the same entry.
+		var std Entry
+		if err := json.Unmarshal(line, &std); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(e, &std, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("encoding/json entry (-want +got):\n%s", diff)
+		}
+	}
+}
+
+func TestCheckRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Entry)
+		want string
+	}{
+		{"unknown decision", func(e *Entry) { e.Decision = "maybe" }, "decision"},
+		{"empty decision", func(e *Entry) { e.Decision = "" }, "decision"},
+		{"decision in capitals", func(e *Entry) { e.Decision = "ALLOW" }, "decision"},
+		{"unknown mode", func(e *Entry) { e.Mode = "off" }, "mode"},
+		{"unknown would", func(e *Entry) { e.Would = "permit" }, "would"},
+		{"principal not UTF-8", func(e *Entry) { e.Principal = "a\xffb" }, "principal"},
+		{"role not UTF-8", func(e *Entry) { e.Roles = []string{"\xc0\x80"} }, "roles"},
+		{"surrogate half", func(e *Entry) { e.Reason = "\xed\xa0\x80" }, "reason"},
+		{"path not UTF-8", func(e *Entry) { e.Caps = []Cap{{Kind: "fs.read", Path: "/tmp/\xff"}} }, "caps[0]"},
+		{"argv not UTF-8", func(e *Entry) { e.Caps = []Cap{{Kind: "exec", Argv: []string{"\xff"}}} }, "argv"},
+		{"capability without kind", func(e *Entry) { e.Caps = []Cap{{Path: "/x"}} }, "empty kind"},
+		{"year 10000", func(e *Entry) { e.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, "year"},
+		{"year -1", func(e *Entry) { e.Time = time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC) }, "year"},
+		{"seq above 2^53-1", func(e *Entry) { e.Seq = MaxSeq + 1 }, "seq"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := sample()
+			tt.edit(e)
+			_, err := e.Canonical()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Canonical error = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecodeRejects feeds the strict decoder lines that are valid JSON for
+// the same entry, or nearly, but not the stored form: every one of them
+// must be refused, or two parsers could read one line two ways.
+func TestDecodeRejects(t *testing.T) {
+	e := sample()
+	e.Hash, _ = e.ComputeHash()
+	good, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeEntry(good, nil); err != nil {
+		t.Fatalf("good line rejected: %v", err)
+	}
+	min := minimal()
+	minLine, _ := min.MarshalJSON()
+	rep := func(b []byte, old, new string) []byte {
+		if !bytes.Contains(b, []byte(old)) {
+			t.Fatalf("test bug: %q not in line", old)
+		}
+		return bytes.Replace(b, []byte(old), []byte(new), 1)
+	}
+	tests := []struct {
+		name string
+		line []byte
+	}{
+		{"empty", nil},
+		{"not json", []byte("hello")},
+		{"leading space", append([]byte(" "), good...)},
+		{"trailing space", append(append([]byte{}, good...), ' ')},
+		{"trailing CR", append(append([]byte{}, good...), '\r')},
+		{"space after colon", rep(good, `"decision":"deny"`, `"decision": "deny"`)},
+		{"keys out of order", rep(good, `"decision":"deny","envelope"`, `"envelope"`)},
+		{"upper-case hex", rep(good, `"args_hash":"`+e.ArgsHash.String(), `"args_hash":"`+strings.ToUpper(e.ArgsHash.String()))},
+		{"short digest", rep(good, e.ArgsHash.String(), e.ArgsHash.String()[:62])},
+		{"zero digest spelled out", rep(minLine, `"args_hash":""`, `"args_hash":"`+strings.Repeat("0", 64)+`"`)},
+		{"seq with leading zero", rep(good, `"seq":7`, `"seq":07`)},
+		{"seq as float", rep(good, `"seq":7`, `"seq":7.0`)},
+		{"seq as exponent", rep(good, `"seq":7`, `"seq":7e0`)},
+		{"seq negative", rep(good, `"seq":7`, `"seq":-7`)},
+		{"seq zero", rep(good, `"seq":7`, `"seq":0`)},
+		{"seq 2^53", rep(good, `"seq":7`, `"seq":9007199254740992`)},
+		{"seq overflowing uint64", rep(good, `"seq":7`, `"seq":184467440737095516160`)},
+		{"seq as string", rep(good, `"seq":7`, `"seq":"7"`)},
+		{"version 2", rep(good, `"v":1`, `"v":2`)},
+		{"unicode escape of a letter", rep(good, `"principal":"alice"`, `"principal":"\u0061lice"`)},
+		{"escaped solidus", rep(good, `https://`, `https:\/\/`)},
+		{"upper-case unicode escape", rep(good, `\u0000`, `\u001F`)},
+		{"unicode escape for tab", rep(good, `\t`, `\u0009`)},
+		{"unicode escape for quote", rep(good, `\"quoted`, `\u0022quoted`)},
+		{"raw control character", rep(good, `\t`, "\t")},
+		{"raw newline", rep(good, `\t`, "\n")},
+		{"invalid UTF-8", rep(good, `alice`, "al\xffce")},
+		{"overlong UTF-8", rep(good, `alice`, "al\xc1\xa9ce")},
+		{"UTF-8 surrogate", rep(good, `alice`, "al\xed\xa0\x80ce")},
+		{"escaped surrogate pair", rep(good, `é`, `\ud83d\ude00`)},
+		{"unterminated escape", rep(good, `"alice"`, `"alice\`)},
+		{"unknown decision", rep(good, `"decision":"deny"`, `"decision":"maybe"`)},
+		{"decision with prefix match", rep(good, `"decision":"deny"`, `"decision":"denyx"`)},
+		{"would equal to decision", rep(good, `"would":"allow"`, `"would":"deny"`)},
+		{"duplicate key", rep(good, `"principal":"alice"`, `"principal":"alice","principal":"mallory"`)},
+		{"unknown key", rep(good, `"reason":`, `"raison":"x","reason":`)},
+		{"missing key", rep(good, `"origin":"interactive",`, ``)},
+		{"null roles", rep(minLine, `"roles":[]`, `"roles":null`)},
+		{"trailing comma in array", rep(good, `"r2"]`, `"r2",]`)},
+		{"capability keys out of order", rep(good, `"kind":"fs.read","path"`, `"path":"x","kind":"fs.read","zzz"`)},
+		{"capability duplicate key", rep(good, `"kind":"fs.read",`, `"kind":"fs.read","kind":"fs.read",`)},
+		{"capability unknown key", rep(good, `"kind":"fs.read"`, `"kind":"fs.read","mode":"x"`)},
+		{"capability empty field", rep(good, `"kind":"fs.read"`, `"host":"","kind":"fs.read"`)},
+		{"capability without kind", rep(good, `,"kind":"id"}`, `}`)},
+		{"capability empty object", rep(good, `{"argv":["git"`, `{},{"argv":["git"`)},
+		{"capability port zero", rep(good, `"port":443`, `"port":0`)},
+		{"capability port 65536", rep(good, `"port":443`, `"port":65536`)},
+		{"capability shell false", rep(good, `"shell":true`, `"shell":false`)},
+		{"capability empty argv", rep(good, `{"argv":["git","log","\u0000\u001f`+"\x7f"+`"],`, `{"argv":[],`)},
+		{"capability trailing comma", rep(good, `"ls | wc",`, `"ls | wc",,`)},
+		{"time without nanoseconds", rep(good, `"time":"2026-11-29T12:00:01.000002345Z"`, `"time":"2026-11-29T12:00:01Z"`)},
+		{"time with offset", rep(good, `"time":"2026-11-29T12:00:01.000002345Z"`, `"time":"2026-11-29T12:00:01.000002345+00:00"`)},
+		{"time lower-case z", rep(good, `"time":"2026-11-29T12:00:01.000002345Z"`, `"time":"2026-11-29T12:00:01.000002345z"`)},
+		{"time February 30", rep(good, `"time":"2026-11-29`, `"time":"2026-02-30`)},
+		{"time hour 24", rep(good, `T12:00:01`, `T24:00:01`)},
+		{"time leap second", rep(good, `T12:00:01`, `T12:00:60`)},
+		{"time month 13", rep(good, `"time":"2026-11`, `"time":"2026-13`)},
+		{"time with sign", rep(good, `"time":"2026-11`, `"time":"+026-11`)},
+		{"hash missing", good[:len(good)-hashSuffixLen]},
+		{"hash not last", rep(good, `"args_hash"`, `"hash":"`+e.Hash.String()+`","args_hash"`)},
+		{"bytes after the entry", append(append([]byte{}, good...), "{}"...)},
+		{"truncated", good[:len(good)/2]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := decodeEntry(tt.line, nil); err == nil {
+				t.Errorf("decodeEntry accepted %s", tt.line)
+			}
+			var x Entry
+			if _, err := decodeEntry(tt.line, &x); err == nil {
+				t.Errorf("decodeEntry (building) accepted %s", tt.line)
+			}
+		})
+	}
+}
+
+func TestCheckpointLine(t *testing.T) {
+	pub, priv := testKey(t, 1)
+	ck := signCheckpoint(priv, 42, digestOf("x"))
+	line := appendCheckpoint(nil, &ck)
+	if _, err := refJCS(line); err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeCheckpoint(bytes.TrimSuffix(line, []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != ck || !got.verify(pub, keyID(pub)) {
+		t.Errorf("checkpoint did not round-trip or verify: %+v", got)
+	}
+	ref, _ := refJCS(bytes.TrimSuffix(line, []byte("\n")))
+	if !bytes.Equal(append(ref, '\n'), line) {
+		t.Errorf("checkpoint line is not JCS: %s", line)
+	}
+	for _, bad := range []string{
+		strings.Replace(string(line), `"checkpoint":42`, `"checkpoint":042`, 1),
+		strings.Replace(string(line), `"checkpoint":42`, `"checkpoint":0`, 1),
+		strings.Replace(string(line), `"key":"`, `"key":"A`, 1),
+		strings.Replace(string(line), `"}`, `","x":""}`, 1),
+		string(line[:len(line)-5]),
+	} {
+		if _, err := decodeCheckpoint([]byte(strings.TrimSuffix(bad, "\n"))); err == nil {
+			t.Errorf("decodeCheckpoint accepted %s", bad)
+		}
+	}
+}

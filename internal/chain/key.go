@@ -1,0 +1,175 @@
+package chain
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The key files of a chain directory.
+const (
+	// PrivateKeyFile holds the signing key: PKCS #8, PEM "PRIVATE KEY",
+	// mode 0600. Anyone who can read it can sign checkpoints.
+	PrivateKeyFile = "chain.key"
+	// PublicKeyFile holds the verifying key: PKIX, PEM "PUBLIC KEY". Keep a
+	// copy outside the directory: a verifier that takes the key from beside
+	// the chain trusts whoever can write the directory.
+	PublicKeyFile = "chain.pub"
+)
+
+// loadOrCreateKey returns the directory's signing key, creating it when the
+// directory holds neither a key nor a chain. It refuses a key file others
+// can read, a chain without its key, and a chain.pub of another key.
+func loadOrCreateKey(dir string, haveSegments bool) (ed25519.PrivateKey, error) {
+	keyPath := filepath.Join(dir, PrivateKeyFile)
+	fi, err := os.Stat(keyPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && haveSegments:
+		return nil, fmt.Errorf("chain: %s is missing but %s holds a chain: refusing to start a second key", keyPath, dir)
+	case errors.Is(err, fs.ErrNotExist):
+		return createKey(dir)
+	case err != nil:
+		return nil, fmt.Errorf("chain: reading signing key: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("chain: %s has mode %#o: the signing key must be readable by its owner only (chmod 600)", keyPath, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("chain: reading signing key: %w", err)
+	}
+	priv, err := parsePrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("chain: %s: %w", keyPath, err)
+	}
+	pubPEM := marshalPublicKey(priv.Public().(ed25519.PublicKey))
+	pubPath := filepath.Join(dir, PublicKeyFile)
+	have, err := os.ReadFile(pubPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := writeFileSync(dir, PublicKeyFile, pubPEM, 0o644); err != nil {
+			return nil, fmt.Errorf("chain: restoring %s: %w", pubPath, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("chain: reading public key: %w", err)
+	case !bytes.Equal(have, pubPEM):
+		return nil, fmt.Errorf("chain: %s is not the public key of %s", pubPath, keyPath)
+	}
+	return priv, nil
+}
+
+func createKey(dir string) (ed25519.PrivateKey, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("chain: generating signing key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, fmt.Errorf("chain: encoding signing key: %w", err)
+	}
+	// The public key goes first: a crash between the two leaves a chain.pub
+	// without a key, which the next Open replaces, never a key without its
+	// public half.
+	if err := writeFileSync(dir, PublicKeyFile, marshalPublicKey(pub), 0o644); err != nil {
+		return nil, fmt.Errorf("chain: writing public key: %w", err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	if err := writeFileSync(dir, PrivateKeyFile, keyPEM, 0o600); err != nil {
+		return nil, fmt.Errorf("chain: writing signing key: %w", err)
+	}
+	return priv, nil
+}
+
+func parsePrivateKey(b []byte) (ed25519.PrivateKey, error) {
+	blk, rest := pem.Decode(b)
+	if blk == nil || blk.Type != "PRIVATE KEY" || len(bytes.TrimSpace(rest)) != 0 {
+		return nil, errors.New(`want one PEM "PRIVATE KEY" block`)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	priv, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("key is a %T, want ed25519", k)
+	}
+	return priv, nil
+}
+
+func marshalPublicKey(pub ed25519.PublicKey) []byte {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		panic(err) // an ed25519.PublicKey always marshals
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+}
+
+// ParsePublicKey reads a verifying key in the form of chain.pub: one PEM
+// "PUBLIC KEY" block holding a PKIX ed25519 key.
+func ParsePublicKey(b []byte) (ed25519.PublicKey, error) {
+	blk, rest := pem.Decode(b)
+	if blk == nil || blk.Type != "PUBLIC KEY" || len(bytes.TrimSpace(rest)) != 0 {
+		return nil, errors.New(`chain: public key: want one PEM "PUBLIC KEY" block`)
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("chain: public key: %w", err)
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("chain: public key is a %T, want ed25519", k)
+	}
+	return pub, nil
+}
+
+// MarshalPublicKey returns pub in the form of chain.pub.
+func MarshalPublicKey(pub ed25519.PublicKey) []byte { return marshalPublicKey(pub) }
+
+// writeFileSync writes name in dir atomically and durably: a temporary
+// file, fsync, rename, fsync of the directory.
+func writeFileSync(dir, name string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(dir, "."+name+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // fails harmlessly once renamed
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,32 @@
+//go:build unix
+
+package chain
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// lockFile keeps a second writer (another process, or a second Open in
+// this one) off a chain directory: two writers would fork the chain.
+const lockFile = "chain.lock"
+
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("chain: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("chain: %s is in use by another writer", dir)
+		}
+		return nil, fmt.Errorf("chain: locking %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+func unlockDir(f *os.File) { f.Close() } // closing releases the flock

@@ -1,0 +1,197 @@
+package chain
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+)
+
+// BreakKind classifies how a chain was found altered in the middle.
+type BreakKind uint8
+
+// The kinds of break. Each is evidence of tampering (or of a bug), never
+// the result of a crash: a crash only shortens the last segment.
+const (
+	// BreakMalformed: a complete line that is not an entry or checkpoint
+	// in the stored form, or a segment other than the last that ends
+	// mid-line.
+	BreakMalformed BreakKind = iota + 1
+	// BreakSeq: an entry whose seq is not the next one (an entry or a
+	// segment deleted, inserted or moved), or a chain or segment that does
+	// not start where it must.
+	BreakSeq
+	// BreakLink: an entry whose prev is not the hash of the entry before.
+	BreakLink
+	// BreakHash: an entry whose stored hash is not the hash of its content.
+	BreakHash
+	// BreakCheckpoint: a checkpoint that does not sign the entry right
+	// before it, or a segment other than the last that ends unsigned.
+	BreakCheckpoint
+	// BreakSignature: a checkpoint by another key, or whose signature does
+	// not verify.
+	BreakSignature
+)
+
+var breakNames = [...]string{
+	BreakMalformed:  "malformed line",
+	BreakSeq:        "sequence break",
+	BreakLink:       "broken link",
+	BreakHash:       "hash mismatch",
+	BreakCheckpoint: "misplaced checkpoint",
+	BreakSignature:  "bad signature",
+}
+
+// String names k.
+func (k BreakKind) String() string {
+	if int(k) < len(breakNames) && breakNames[k] != "" {
+		return breakNames[k]
+	}
+	return fmt.Sprintf("break(%d)", uint8(k))
+}
+
+// BreakError reports a chain altered in the middle: the first place, in
+// file order, where it stops being the chain a Log writes.
+type BreakError struct {
+	Kind BreakKind
+	// Seq is the entry at fault: the one whose hash or link is wrong, the
+	// one expected where another seq was found, or the one a checkpoint
+	// claims to sign.
+	Seq  uint64
+	Want string
+	Got  string
+	// File and Offset locate the line (the segment's name and the line's
+	// byte offset; for a segment-level break, the end of the file).
+	File   string
+	Offset int64
+}
+
+func (e *BreakError) Error() string {
+	return fmt.Sprintf("chain: %s at seq %d (%s, offset %d): want %s, got %s", e.Kind, e.Seq, e.File, e.Offset, e.Want, e.Got)
+}
+
+// Report describes a chain that verified, or how far it verified when
+// Verify also returns an error.
+type Report struct {
+	// Entries is the number of entries checked: the seq of the last one.
+	Entries uint64
+	// Signed is the number of entries covered by a checkpoint whose
+	// signature verified: the seq of that checkpoint. Entries after it are
+	// not attested by the key: a crash leaves such entries only if they were
+	// never acknowledged, and anyone can append them.
+	Signed uint64
+	// Checkpoints is the number of checkpoint lines checked.
+	Checkpoints uint64
+	// LastHash is the hash of the last entry.
+	LastHash Digest
+	// Segments and Bytes count what was read.
+	Segments int
+	Bytes    int64
+	// TornBytes is the length of an unterminated last line, a write cut
+	// short by a crash; it is not part of the chain.
+	TornBytes int64
+	// SignaturesChecked is the number of checkpoint signatures verified.
+	SignaturesChecked uint64
+}
+
+// Unsigned returns the number of entries after the last verified
+// checkpoint.
+func (r Report) Unsigned() uint64 { return r.Entries - r.Signed }
+
+// Truncated reports whether the chain ends with a torn line or with
+// unsigned entries: what a crash leaves, and what anyone can add.
+func (r Report) Truncated() bool { return r.TornBytes > 0 || r.Unsigned() > 0 }
+
+// VerifyOptions configure VerifyWith. The zero value is what Verify does.
+type VerifyOptions struct {
+	// AllSignatures verifies the signature of every checkpoint. By default
+	// only the last checkpoint's signature is verified: it covers every
+	// entry before it through the hash links, and each ed25519 verification
+	// costs about as much as hashing 100 KB. Every checkpoint's placement,
+	// hash and key id is checked either way, so without AllSignatures the
+	// one alteration that goes unnoticed is a corrupted signature in a
+	// checkpoint that a later valid one makes redundant.
+	AllSignatures bool
+	// Workers is the number of goroutines that parse and hash lines.
+	// Zero means GOMAXPROCS.
+	Workers int
+}
+
+// Verify checks the chain in dir against pub, offline: every entry's
+// canonical form, hash, link and seq; every checkpoint's placement and key;
+// and the signature of the last checkpoint, which covers all entries up to
+// it.
+//
+// It tells two outcomes apart. A chain altered in the middle (an entry
+// edited, deleted, inserted or moved; a forged or corrupted checkpoint)
+// gives a *BreakError. A chain cut short at the tail (a torn last line, or
+// entries after the last checkpoint) verifies, and the Report says how
+// much: see Report.Truncated. A suffix removed whole cannot be noticed from
+// the chain alone; compare Report.Entries with a checkpoint kept elsewhere.
+// Any other error means the chain could not be read.
+func Verify(dir string, pub ed25519.PublicKey) (Report, error) {
+	return VerifyWith(dir, pub, nil)
+}
+
+// VerifyWith is Verify with options; opts may be nil.
+func VerifyWith(dir string, pub ed25519.PublicKey, opts *VerifyOptions) (Report, error) {
+	if opts == nil {
+		opts = &VerifyOptions{}
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return Report{}, fmt.Errorf("chain: verify: public key has %d bytes, want %d", len(pub), ed25519.PublicKeySize)
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return Report{}, err
+	}
+	if len(segs) == 0 {
+		return Report{}, fmt.Errorf("chain: verify: no segment files in %s", dir)
+	}
+	kid := keyID(pub)
+	w, err := walk(segs, walkConfig{pub: pub, kid: kid, hash: true, allSigs: opts.AllSignatures, workers: opts.Workers})
+	rep := Report{
+		Entries:     w.entries,
+		Checkpoints: w.checkpoints,
+		LastHash:    w.prev,
+		Segments:    w.segments,
+		Bytes:       w.bytes,
+		TornBytes:   w.torn,
+	}
+	if opts.AllSignatures {
+		rep.SignaturesChecked = w.checkpoints
+	}
+	if err != nil {
+		return rep, err
+	}
+	if w.haveCk {
+		if !opts.AllSignatures {
+			rep.SignaturesChecked = 1
+			if !w.lastCk.verify(pub, kid) {
+				return rep, &BreakError{Kind: BreakSignature, Seq: w.lastCk.seq, Want: "a valid signature by key " + KeyID(pub), Got: "an invalid signature", File: w.lastCkFile, Offset: w.lastCkOff}
+			}
+		}
+		rep.Signed = w.lastCk.seq
+	}
+	return rep, nil
+}
+
+// Scan calls fn with each entry of the chain in dir, in order. It checks
+// what is cheap (the stored form, seq continuity, links between the stored
+// hashes, checkpoint placement) but not the hashes or signatures: run
+// Verify for that. Entries after the last checkpoint are passed on; a torn
+// last line is skipped. A break gives a *BreakError; an error from fn stops
+// the scan and is returned as is.
+//
+// fn MUST NOT keep e after it returns: the Entry is reused. Its strings and
+// slices are not, and may be kept.
+func Scan(dir string, fn func(e *Entry) error) error {
+	if fn == nil {
+		return errors.New("chain: scan: nil fn")
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	_, err = walk(segs, walkConfig{fn: fn})
+	return err
+}
