@@ -1,0 +1,251 @@
+// Package demoserver is a small MCP server bundled with aegis, for its
+// demonstration (`aegis demo`) and its end-to-end tests. It is an example
+// server that aegis wraps, not part of the gateway: that is why it may
+// import the MCP SDK, which otherwise stops at internal/proxy and cmd.
+//
+// Its tools:
+//
+//   - echo {text}: returns text.
+//   - read_file {path}: returns a file under the root it was given (absolute,
+//     or relative to the root); it refuses paths outside the root itself, so
+//     a demo never depends on aegis to keep it inside.
+//   - fetch {url}: describes the request it would make. It never connects
+//     anywhere: the demo has a network-shaped tool without a network.
+//   - count {to}: counts to `to`, sending a progress notification (when the
+//     call has a progress token) and a log message per step.
+//   - ask_model {question}: asks the client's model (sampling) and returns
+//     its answer.
+//   - confirm {action}: asks the user (elicitation) and says what they chose.
+//
+// It also has one resource (demo://readme) and one prompt (greet), so that
+// everything an MCP client and server exchange has something to exercise.
+package demoserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configure the demo server. The zero value works.
+type Options struct {
+	// Root is the directory read_file reads under. Empty means the current
+	// directory.
+	Root string
+	// CallLog, if non-nil, receives one line per tool call that reaches the
+	// server ("demo-server: call read_file"), so a test can tell which calls
+	// got past aegis. Never the arguments.
+	CallLog io.Writer
+}
+
+// maxFileBytes caps what read_file returns.
+const maxFileBytes = 1 << 20
+
+// Run serves one MCP session over the stdio transport on in and out until
+// the client closes in or ctx is done.
+func Run(ctx context.Context, in io.Reader, out io.Writer, o *Options) error {
+	s, err := New(o)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// New returns the demo server, for callers (tests) that connect it
+// themselves or add tools to it.
+func New(o *Options) (*mcp.Server, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	root := opts.Root
+	if root == "" {
+		root = "."
+	}
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("demoserver: root: %w", err)
+	}
+	d := &demo{root: root, callLog: opts.CallLog}
+
+	s := mcp.NewServer(&mcp.Implementation{Name: "aegis-demo", Version: "v1"}, nil)
+	s.AddReceivingMiddleware(d.logCalls)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Returns the text it is given."}, d.echo)
+	mcp.AddTool(s, &mcp.Tool{Name: "read_file", Description: "Reads a text file under the demo root."}, d.readFile)
+	mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "Describes the HTTP request it would make for a URL (it never connects)."}, d.fetch)
+	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "Counts to a number, reporting progress and logging each step."}, d.count)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_model", Description: "Asks the client's model a question (sampling)."}, d.askModel)
+	mcp.AddTool(s, &mcp.Tool{Name: "confirm", Description: "Asks the user to confirm an action (elicitation)."}, d.confirm)
+	s.AddResource(&mcp.Resource{URI: "demo://readme", Name: "readme", MIMEType: "text/plain"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: "demo://readme", MIMEType: "text/plain", Text: "This is the aegis demo server."},
+			}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "Say hello to " + req.Params.Arguments["name"] + "."}},
+			}}, nil
+		})
+	return s, nil
+}
+
+type demo struct {
+	root    string
+	mu      sync.Mutex
+	callLog io.Writer
+}
+
+// logCalls writes a line to the call log for every tools/call that arrives.
+func (d *demo) logCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" && d.callLog != nil {
+			d.mu.Lock()
+			fmt.Fprintf(d.callLog, "demo-server: call %s\n", p.Name)
+			d.mu.Unlock()
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to return"`
+}
+
+func (d *demo) echo(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+	return text(in.Text), nil, nil
+}
+
+type readFileIn struct {
+	Path string `json:"path" jsonschema:"the file to read: absolute, or relative to the demo root"`
+}
+
+func (d *demo) readFile(_ context.Context, _ *mcp.CallToolRequest, in readFileIn) (*mcp.CallToolResult, any, error) {
+	rel := in.Path
+	if filepath.IsAbs(rel) {
+		r, err := filepath.Rel(d.root, rel)
+		if err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+			return nil, nil, fmt.Errorf("%s is outside the demo root", in.Path)
+		}
+		rel = r
+	}
+	root, err := os.OpenRoot(d.root)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(rel) // os.Root refuses to leave the root, through ".." or symlinks
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b) > maxFileBytes {
+		return nil, nil, fmt.Errorf("%s is larger than %d bytes", in.Path, maxFileBytes)
+	}
+	return text(string(b)), nil, nil
+}
+
+type fetchIn struct {
+	URL string `json:"url" jsonschema:"the URL to fetch"`
+}
+
+func (d *demo) fetch(_ context.Context, _ *mcp.CallToolRequest, in fetchIn) (*mcp.CallToolResult, any, error) {
+	u, err := url.Parse(in.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, nil, fmt.Errorf("unsupported scheme %q", u.Scheme)
+	}
+	return text(fmt.Sprintf("would GET %s from host %s (the demo server never connects)", u, u.Host)), nil, nil
+}
+
+type countIn struct {
+	To int `json:"to" jsonschema:"the number to count to (1 to 100)"`
+}
+
+func (d *demo) count(ctx context.Context, req *mcp.CallToolRequest, in countIn) (*mcp.CallToolResult, any, error) {
+	if in.To < 1 || in.To > 100 {
+		return nil, nil, errors.New("to must be between 1 and 100")
+	}
+	token := req.Params.GetProgressToken()
+	for i := 1; i <= in.To; i++ {
+		if token != nil {
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: float64(i), Total: float64(in.To), Message: fmt.Sprintf("step %d", i),
+			}); err != nil {
+				return nil, nil, err
+			}
+		}
+		//lint:ignore SA1019 the demo exercises logging, deprecated but still in the protocol.
+		if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "count", Data: fmt.Sprintf("step %d", i)}); err != nil {
+			return nil, nil, err
+		}
+	}
+	return text(fmt.Sprintf("counted to %d", in.To)), nil, nil
+}
+
+type askIn struct {
+	Question string `json:"question" jsonschema:"the question for the model"`
+}
+
+// askModel uses the SDK's input requests: on protocol versions that have
+// them the client answers in a retried call; on older ones the SDK sends a
+// sampling/createMessage request to the client instead.
+func (d *demo) askModel(_ context.Context, req *mcp.CallToolRequest, in askIn) (*mcp.CallToolResult, any, error) {
+	if r, ok := req.Params.InputResponses["answer"]; ok {
+		res, ok := r.(*mcp.CreateMessageResult)
+		if !ok {
+			return nil, nil, errors.New("the client did not answer with a message")
+		}
+		t, _ := res.Content.(*mcp.TextContent)
+		if t == nil {
+			return nil, nil, errors.New("the model's answer is not text")
+		}
+		return text("the model says: " + t.Text), nil, nil
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+		"answer": &mcp.CreateMessageParams{
+			MaxTokens: 100,
+			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Question}}},
+		},
+	}}, nil, nil
+}
+
+type confirmIn struct {
+	Action string `json:"action" jsonschema:"what the user is asked to confirm"`
+}
+
+func (d *demo) confirm(_ context.Context, req *mcp.CallToolRequest, in confirmIn) (*mcp.CallToolResult, any, error) {
+	if r, ok := req.Params.InputResponses["confirm"]; ok {
+		res, ok := r.(*mcp.ElicitResult)
+		if !ok {
+			return nil, nil, errors.New("the client did not answer the elicitation")
+		}
+		return text(fmt.Sprintf("the user chose %s for %q", res.Action, in.Action)), nil, nil
+	}
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+		"confirm": &mcp.ElicitParams{Message: "Allow " + in.Action + "?"},
+	}}, nil, nil
+}

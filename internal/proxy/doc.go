@@ -1,0 +1,85 @@
+// Package proxy owns aegis's MCP plumbing: the stdio relay that sits between
+// an MCP client (on aegis's stdin and stdout) and the MCP server it wraps (a
+// child process), speaking MCP's stdio transport, newline-delimited JSON-RPC
+// 2.0. It leaves every decision to a [Gate], which the gateway implements;
+// what is decided, recorded or pinned is not its business.
+//
+// # Fidelity
+//
+// The relay is not an MCP client and server back to back: it does not model
+// the protocol, so it cannot drop what it does not model. Every message it
+// does not need to change (initialisation, resources, prompts, completions,
+// notifications, progress, cancellation, logging, list changes, the server's
+// sampling, elicitation and roots requests and the client's answers, methods
+// and fields and protocol versions it has never heard of) is written to the
+// other side byte for byte as it was read, in one write.
+//
+// It looks into three things only:
+//
+//   - a tools/call request is decided by [Gate.Call] before it is forwarded;
+//     a refused call never reaches the server, and the client receives a tool
+//     result with isError set and the gate's reason, so the model can adjust;
+//   - the response to a tools/list request goes through
+//     [ToolsChecker.Tools], where tools are pinned and may be hidden;
+//   - the response to a forwarded tools/call goes through
+//     [ResultChecker.Result].
+//
+// # Strictness
+//
+// Every message, in either direction, is validated strictly before the relay
+// decides what it is, so that aegis and the peer cannot read one message two
+// ways: duplicate keys at any depth, keys that differ only in case (decoders
+// like Go's encoding/json match field names case-insensitively; ſ and K
+// fold too), invalid UTF-8, lone surrogate escapes, a NUL in a key, nesting
+// past a limit and anything after the value are refused. Method names are
+// compared after unescaping ("tools\/call" is tools/call), and a name that
+// resembles a watched method without being it ("Tools/Call", "tools.call",
+// "tools/call\u200b") is refused. A client message that fails is never
+// forwarded: it is answered with a JSON-RPC error when it had a usable id,
+// else dropped and logged. A server message that fails is dropped; if it
+// answered a request, the client is told that the answer was withheld.
+//
+// A tools/call must have object params with a string name; arguments, if
+// present, must be an object, and are gated as {} if absent (the server reads
+// a missing arguments member the same way). A tools/call without an id is
+// dropped. A task-augmented call (params.task) is refused: its result would
+// arrive through tasks/result, past [ResultChecker].
+//
+// # Request ids
+//
+// The relay tracks each client request it is waiting on by a key in which
+// the string "7" and the number 7 are the same, so a peer that confused the
+// two cannot route an answer past a check. Numeric ids must be canonical
+// integers within ±(2^53-1). A request whose id is already awaiting an
+// answer is refused. A server response that answers no forwarded request is
+// dropped: it could only be a forgery of an id the relay answered itself or
+// is still gating. (An error response with a null id is relayed.) The relay
+// never sends requests of its own, so it has no ids of its own to collide.
+//
+// # Batches
+//
+// JSON-RPC batches (protocol versions before 2025-06-18) are relayed when
+// they hold no tools/call. A batch that holds one, or an invalid element, is
+// refused whole: each request in it is answered with an error, in one batch.
+// A batch from the server is relayed byte for byte unless an element had to
+// change or be dropped; then its elements are relayed one by one.
+//
+// # Ordering
+//
+// Messages from the server reach the client in the order the server sent
+// them. Messages from the client reach the server in the order the client
+// sent them, with one exception: a tools/call is forwarded when its gate
+// returns, and gates run concurrently (a durable append, a human approval)
+// so that a slow decision does not hold up unrelated messages. Calls sent
+// while another is being decided may therefore reach the server in another
+// order, as concurrent requests may on any JSON-RPC connection. A
+// notifications/cancelled naming a call that is still being decided cancels
+// the gate's context and is held: it is forwarded right after the call, or
+// dropped, with no answer to the client, if the call is refused.
+//
+// # Lifecycle
+//
+// [Run] starts the server, relays until one side ends, and shuts the server
+// down: see its documentation. The server's stderr is copied to aegis's
+// stderr and to a log file as it comes.
+package proxy

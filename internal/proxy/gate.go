@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Gate decides a tools/call before it is forwarded to the server.
+//
+// Call MUST return only after its decision is durably recorded: the relay
+// forwards the call as soon as Call returns. A Verdict with Forward false
+// refuses the call: the client receives a tool result with isError set and
+// Reason as its text, under the request's id, and the server never sees the
+// call. An error is a refusal too (fail closed); the client then receives a
+// generic reason and the error is logged, never shown.
+//
+// Call may block (a durable append, a human approval); the relay runs each
+// call's gate on its own goroutine, so Call MUST be safe for concurrent use.
+// Its context is cancelled when the client cancels the call
+// (notifications/cancelled) or the relay stops.
+//
+// A Gate may also implement [ToolsChecker] and [ResultChecker].
+type Gate interface {
+	Call(ctx context.Context, c *Call) (Verdict, error)
+}
+
+// A Call is one tools/call request as the client sent it. Its fields are the
+// relay's own copies; the gate may keep them.
+type Call struct {
+	// ID is the request id, raw JSON exactly as the client sent it.
+	ID json.RawMessage
+	// Tool is the tool's name (params.name), unescaped.
+	Tool string
+	// Arguments is params.arguments, raw JSON exactly as sent: always an
+	// object, "{}" when the client sent none (the server reads a missing
+	// arguments member as an empty object too).
+	Arguments json.RawMessage
+	// Meta is params._meta, raw JSON; nil when absent.
+	Meta json.RawMessage
+}
+
+// A Verdict is a gate's decision on one call.
+type Verdict struct {
+	// Forward lets the call through to the server.
+	Forward bool
+	// Reason is shown to the client (and so to the model) when the call is
+	// refused. It MUST name the rule, never a secret. Empty means a generic
+	// reason.
+	Reason string
+	// Arguments, if non-nil, replaces the arguments forwarded (pinned fields,
+	// clamped values). It MUST be a JSON object; anything else refuses the
+	// call.
+	Arguments json.RawMessage
+}
+
+// ToolsChecker is implemented by a [Gate] that looks into tools/list
+// results, where tools are pinned and may be hidden.
+//
+// Tools is called with the tools of one tools/list result page (each a raw
+// JSON object, as the server sent it) and returns the tools to pass on to
+// the client. Returning the same slice unchanged relays the server's message
+// byte for byte. An error withholds the whole page: the client receives a
+// JSON-RPC error instead.
+type ToolsChecker interface {
+	Tools(ctx context.Context, tools []json.RawMessage) ([]json.RawMessage, error)
+}
+
+// ResultChecker is implemented by a [Gate] that looks into tools/call
+// results before they reach the client (DLP, provenance, taint).
+//
+// Result is called with each result of a call the gate let through, in the
+// order the server sent them, on the goroutine that relays the server's
+// messages: while it runs, the server's later messages wait. A nil return
+// relays the server's message byte for byte; a non-nil one (a JSON object)
+// replaces the result. An error withholds the result: the client receives a
+// tool result with isError set and a generic reason.
+type ResultChecker interface {
+	Result(ctx context.Context, c *Call, result json.RawMessage) (json.RawMessage, error)
+}

@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// kind is what a JSON-RPC message is.
+type kind uint8
+
+const (
+	kindRequest      kind = iota + 1 // method and id
+	kindNotification                 // method, no id
+	kindResponse                     // result or error, and id
+	kindBatch                        // a JSON array of messages
+)
+
+// class is what the relay does with a method.
+type class uint8
+
+const (
+	classOther     class = iota // relayed unchanged
+	classToolsCall              // gated
+	classToolsList              // its response is checked
+	classCancelled              // held behind the call it cancels
+)
+
+// span is the byte range [0]..[1] of a value in a message; the zero span
+// means absent (no value starts at offset 0 inside an object).
+type span [2]int
+
+func (s span) ok() bool { return s[1] > 0 }
+
+func (s span) of(d []byte) []byte { return d[s[0]:s[1]] }
+
+// A message is a validated JSON-RPC message: what it is and where its parts
+// are. Its slices alias the bytes it was parsed from.
+type message struct {
+	kind   kind
+	method []byte // unescaped
+	class  class
+	id     []byte // raw JSON of the id; nil when absent
+	params span
+	result span
+	error  span
+}
+
+// envelopeKeys are the JSON-RPC members. A member whose key differs from one
+// of them only in case is refused: a case-insensitive decoder in the peer
+// would read it as that member.
+var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// errInvalidJSON marks errors in the JSON itself, as opposed to a well-formed
+// value that is not a valid message; the first is a JSON-RPC parse error.
+var errInvalidJSON = errors.New("invalid JSON")
+
+// parseMessage validates data strictly and says what message it is. When it
+// fails, the returned message still carries the raw id if the top-level
+// object had exactly one "id" member before the point of failure, so the
+// caller can answer it.
+func parseMessage(data []byte, maxDepth int) (message, error) {
+	var buf [8]member
+	top := buf[:0]
+	first, err := validate(data, maxDepth, &top)
+	var m message
+	// An id given twice, or under a case variant, is not one to answer.
+	nid := 0
+	for _, mb := range top {
+		if bytes.EqualFold(mb.key, []byte("id")) {
+			nid++
+			if string(mb.key) == "id" {
+				m.id = data[mb.start:mb.end]
+			}
+		}
+	}
+	if nid != 1 {
+		m.id = nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("%w: %w", errInvalidJSON, err)
+	}
+	if first == '[' {
+		m.kind = kindBatch
+		return m, nil
+	}
+	if first != '{' {
+		return m, errors.New("message is not a JSON object or array")
+	}
+	return m, m.classify(data, top)
+}
+
+func (m *message) classify(data []byte, top []member) error {
+	var version, method span
+	hasID := false
+	for _, mb := range top {
+		s := span{mb.start, mb.end}
+		switch string(mb.key) {
+		case "jsonrpc":
+			version = s
+		case "id":
+			hasID = true
+		case "method":
+			method = s
+		case "params":
+			m.params = s
+		case "result":
+			m.result = s
+		case "error":
+			m.error = s
+		default:
+			for _, k := range envelopeKeys {
+				if bytes.EqualFold(mb.key, []byte(k)) {
+					return fmt.Errorf("member %q is a case variant of %q", mb.key, k)
+				}
+			}
+		}
+	}
+	if !version.ok() || string(version.of(data)) != `"2.0"` {
+		return errors.New(`"jsonrpc" must be "2.0"`)
+	}
+	if m.params.ok() && !isContainer(data, m.params) && string(m.params.of(data)) != "null" {
+		return errors.New(`"params" must be an object or an array`)
+	}
+	switch {
+	case method.ok():
+		if m.result.ok() || m.error.ok() {
+			return errors.New("message has both a method and a result or error")
+		}
+		if data[method[0]] != '"' {
+			return errors.New(`"method" must be a string`)
+		}
+		m.method = unquote(method.of(data))
+		c, err := classOf(m.method)
+		if err != nil {
+			return err
+		}
+		m.class = c
+		if !hasID {
+			m.kind = kindNotification
+			return nil
+		}
+		m.kind = kindRequest
+		switch m.id[0] {
+		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			return nil
+		}
+		return fmt.Errorf("request id %s is not a string or a number", m.id)
+	case m.result.ok() && m.error.ok():
+		return errors.New("response has both a result and an error")
+	case m.result.ok() || m.error.ok():
+		if !hasID {
+			return errors.New("response has no id")
+		}
+		if string(m.id) == "null" && m.result.ok() {
+			return errors.New("result has a null id")
+		}
+		if m.error.ok() && data[m.error[0]] != '{' {
+			return errors.New(`"error" must be an object`)
+		}
+		m.kind = kindResponse
+		return nil
+	default:
+		return errors.New("message is neither a request, a notification nor a response")
+	}
+}
+
+func isContainer(d []byte, s span) bool { return d[s[0]] == '{' || d[s[0]] == '[' }
+
+// classOf classifies a method name, compared after JSON unescaping. A name
+// that is not one of the methods aegis looks into but resembles one ("Tools/Call",
+// "tools.call", "tools/call\u200b") is an error: a lenient peer might route it
+// there, and aegis would not have looked.
+func classOf(method []byte) (class, error) {
+	switch string(method) {
+	case "tools/call":
+		return classToolsCall, nil
+	case "tools/list":
+		return classToolsList, nil
+	case "notifications/cancelled":
+		return classCancelled, nil
+	}
+	for _, c := range method {
+		if c < 0x20 || c == 0x7f {
+			return 0, fmt.Errorf("method name %q contains a control character", method)
+		}
+	}
+	letters := make([]byte, 0, len(method))
+	for _, r := range string(method) {
+		if unicode.IsLetter(r) {
+			letters = utf8.AppendRune(letters, r)
+		}
+	}
+	for _, watched := range [...]string{"toolscall", "toolslist"} {
+		if bytes.EqualFold(letters, []byte(watched)) {
+			return 0, fmt.Errorf("method name %q resembles %s/%s", method, watched[:5], watched[5:])
+		}
+	}
+	return classOther, nil
+}
+
+// maxExactInt is the largest integer every JSON peer (including JavaScript's
+// doubles) reads exactly.
+const maxExactInt = 1<<53 - 1
+
+// requestKey returns the key under which a client's request id is tracked. A
+// string id is keyed by its unescaped value and an integer by its decimal
+// digits, so the string "7" and the number 7 share a key: a peer that
+// confused the two could otherwise match a response to the wrong request.
+// Only canonical integers (no fraction, exponent, leading zero or -0) within
+// ±(2^53-1) are accepted as numeric ids, so every peer reads the same number.
+func requestKey(raw []byte) (string, error) {
+	if len(raw) > 0 && raw[0] == '"' {
+		return string(unquote(raw)), nil
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n > maxExactInt || n < -maxExactInt || strconv.FormatInt(n, 10) != string(raw) {
+		return "", fmt.Errorf("request id %.40s is not a string or an integer within ±(2^53-1)", raw)
+	}
+	return string(raw), nil
+}
+
+// responseKey returns the key of a response's id, matching requestKey's keys.
+// It is lenient with numbers (a peer may echo 7 as 7.0); ok is false for ids
+// that can match no request (null, fractions, huge numbers).
+func responseKey(raw []byte) (key string, ok bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	if raw[0] == '"' {
+		return string(unquote(raw)), true
+	}
+	if k, err := requestKey(raw); err == nil {
+		return k, true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > maxExactInt {
+		return "", false
+	}
+	return strconv.FormatInt(int64(f), 10), true
+}
+
+// find returns the span of the member named key; the zero span if none.
+func find(ms []member, key string) span {
+	for _, m := range ms {
+		if string(m.key) == key {
+			return span{m.start, m.end}
+		}
+	}
+	return span{}
+}
+
+// caseVariant reports a member whose key differs from one of keys only in
+// case.
+func caseVariant(ms []member, keys ...string) error {
+	for _, m := range ms {
+		for _, k := range keys {
+			if string(m.key) != k && bytes.EqualFold(m.key, []byte(k)) {
+				return fmt.Errorf("member %q is a case variant of %q", m.key, k)
+			}
+		}
+	}
+	return nil
+}

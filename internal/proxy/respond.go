@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// JSON-RPC error codes the relay answers with.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+	// codeServerGone is in JSON-RPC's range for implementation-defined
+	// server errors: the wrapped server exited before answering.
+	codeServerGone = -32000
+)
+
+// Reasons shown to the client when a check failed rather than decided.
+const (
+	reasonUnchecked      = "aegis refused this call: it could not be checked"
+	reasonRefused        = "aegis refused this call"
+	reasonResultWithheld = "aegis withheld this tool's result: it could not be checked"
+)
+
+// errorResponse returns a JSON-RPC error response to id (raw JSON), with its
+// newline.
+func errorResponse(id []byte, code int, msg string) []byte {
+	b := make([]byte, 0, 64+len(id)+len(msg))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = appendString(b, msg)
+	return append(b, "}}\n"...)
+}
+
+// toolError returns a tools/call result to id that reports text as a tool
+// error (isError), with its newline: the model reads it and can adjust.
+func toolError(id []byte, text string) []byte {
+	b := make([]byte, 0, 96+len(id)+len(text))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":{"content":[{"type":"text","text":`...)
+	b = appendString(b, text)
+	return append(b, `}],"isError":true}}`+"\n"...)
+}
+
+func appendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // never fails for a string; invalid UTF-8 becomes U+FFFD
+	return append(b, q...)
+}
+
+// splice returns a copy of msg with the bytes of s replaced by repl.
+func splice(msg []byte, s span, repl ...[]byte) []byte {
+	n := len(msg) - (s[1] - s[0])
+	for _, r := range repl {
+		n += len(r)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, msg[:s[0]]...)
+	for _, r := range repl {
+		out = append(out, r...)
+	}
+	return append(out, msg[s[1]:]...)
+}
+
+// object checks that b, supplied by a gate, is a strict JSON object, and
+// returns it on one line.
+func object(b []byte, maxDepth int) ([]byte, error) {
+	first, err := validate(b, maxDepth, nil)
+	if err != nil {
+		return nil, err
+	}
+	if first != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	if bytes.ContainsAny(b, "\r\n") {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	return bytes.TrimSpace(b), nil
+}

@@ -1,0 +1,268 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configure [Run]. The zero value works.
+type Options struct {
+	// MaxMessageBytes caps one message, in either direction. A larger one is
+	// dropped without being buffered whole, and the request it carries or
+	// answers is answered with an error. Zero means 16 MiB.
+	MaxMessageBytes int
+	// MaxDepth caps how deeply a message's JSON may nest. Zero means 256.
+	MaxDepth int
+	// MaxInFlight caps the client's requests awaiting an answer (being gated
+	// or at the server); more are answered with an error. Zero means 1024.
+	MaxInFlight int
+
+	// StderrLog is a file the server's stderr is appended to (created with
+	// mode 0600), in addition to Stderr. Empty means none.
+	StderrLog string
+	// Stderr receives the server's stderr as it comes. Nil means os.Stderr.
+	Stderr io.Writer
+
+	// ShutdownGrace is how long the server has to exit after its input is
+	// closed before it is sent SIGTERM, and again before it is killed. Zero
+	// means 5 seconds.
+	ShutdownGrace time.Duration
+
+	// Logger receives the relay's log lines (never message contents). Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// DefaultMaxMessageBytes is the default cap on one message.
+const DefaultMaxMessageBytes = 16 << 20
+
+func (o *Options) resolve() Options {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.MaxMessageBytes <= 0 {
+		r.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if r.MaxDepth <= 0 {
+		r.MaxDepth = 256
+	}
+	if r.MaxInFlight <= 0 {
+		r.MaxInFlight = 1024
+	}
+	if r.Stderr == nil {
+		r.Stderr = os.Stderr
+	}
+	if r.ShutdownGrace <= 0 {
+		r.ShutdownGrace = 5 * time.Second
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.DiscardHandler)
+	}
+	return r
+}
+
+// A ServerExitError reports that the wrapped server exited, or closed its
+// output, while the client was still connected. Run returns it.
+type ServerExitError struct {
+	// State is the server's exit state.
+	State *os.ProcessState
+}
+
+func (e *ServerExitError) Error() string { return "proxy: " + describeExit(e.State) }
+
+// ExitCode returns the server's exit code, or -1 if a signal ended it.
+func (e *ServerExitError) ExitCode() int { return e.State.ExitCode() }
+
+func describeExit(s *os.ProcessState) string {
+	if s == nil {
+		return "the MCP server stopped"
+	}
+	return fmt.Sprintf("the MCP server exited (%v)", s)
+}
+
+// Run starts cmd, an MCP server speaking the stdio transport, and relays
+// messages between it and a client on stdin and stdout until one side ends.
+// Every tools/call is decided by gate first; see the package documentation.
+//
+// Run owns cmd's Stdin, Stdout and Stderr, which must be nil; the server's
+// stderr goes to o.Stderr and to o.StderrLog. If cmd.WaitDelay is zero it is
+// set to the shutdown grace.
+//
+// When the client closes stdin, Run lets the calls already read be decided
+// and forwarded, closes the server's input, waits for the server to exit
+// (sending SIGTERM, then SIGKILL, after each grace period), relays what the
+// server still says, and returns nil. When the server exits first, every
+// request still waiting is answered with an error that says so, and Run
+// returns a *ServerExitError. When ctx is done, the server is shut down the
+// same way and Run returns ctx's error.
+//
+// Run does not wait for a read from stdin that it cannot interrupt; it
+// writes nothing to stdout after it returns.
+func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, gate Gate, o *Options) (err error) {
+	if gate == nil {
+		return errors.New("proxy: Run needs a Gate")
+	}
+	if cmd.Stdin != nil || cmd.Stdout != nil || cmd.Stderr != nil {
+		return errors.New("proxy: the relay owns the server's stdin, stdout and stderr; leave them nil")
+	}
+	opts := o.resolve()
+
+	stderr := &tee{out: opts.Stderr, log: opts.Logger}
+	if opts.StderrLog != "" {
+		f, err := os.OpenFile(opts.StderrLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return fmt.Errorf("proxy: opening the server's stderr log: %w", err)
+		}
+		defer f.Close()
+		stderr.file = f
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return fmt.Errorf("proxy: %w", err)
+	}
+	defer outR.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = opts.ShutdownGrace
+	}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		return fmt.Errorf("proxy: starting the MCP server: %w", err)
+	}
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := newRelay(rctx, stdout, inW, gate, options{
+		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight, log: opts.Logger,
+	})
+
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	serverDone := make(chan error, 1)
+	go func() { serverDone <- r.serverLoop(outR) }()
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- r.clientLoop(stdin) }()
+
+	// drain waits for the server's output to end once the server has
+	// exited, bounded in case a child of the server holds it open.
+	drain := func() {
+		<-exited
+		outR.SetReadDeadline(time.Now().Add(min(opts.ShutdownGrace, time.Second)))
+		<-serverDone
+	}
+	shutdown := func() {
+		r.closeServer(inW)
+		terminate(cmd, exited, opts.ShutdownGrace, opts.Logger)
+		drain()
+	}
+
+	select {
+	case cerr := <-clientDone:
+		// The client has said all it will. Calls it sent are decided and
+		// forwarded (or refused) before the server's input is closed.
+		idle := make(chan struct{})
+		go func() { r.gates.Wait(); close(idle) }()
+		select {
+		case <-idle:
+		case <-exited:
+		case <-ctx.Done():
+		}
+		shutdown()
+		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		if cerr != nil && !errors.Is(cerr, io.EOF) {
+			err = fmt.Errorf("proxy: reading from the client: %w", cerr)
+		}
+	case <-r.clientGone:
+		shutdown()
+		err = fmt.Errorf("proxy: writing to the client: %w", r.clientErr)
+	case <-serverDone:
+		// The server closed its output; it is as good as gone.
+		r.closeServer(inW)
+		terminate(cmd, exited, opts.ShutdownGrace, opts.Logger)
+		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		err = &ServerExitError{State: cmd.ProcessState}
+	case <-exited:
+		r.closeServer(inW)
+		drain()
+		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		err = &ServerExitError{State: cmd.ProcessState}
+	case <-ctx.Done():
+		shutdown()
+		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		err = ctx.Err()
+	}
+	cancel() // gates still running see a cancelled context...
+	r.gates.Wait()
+	r.stop() // ...and anything they would say now goes nowhere.
+	opts.Logger.Info("proxy: stopped", "server", describeExit(cmd.ProcessState))
+	return err
+}
+
+// terminate waits for the server to exit, then asks it to (SIGTERM), then
+// kills it, waiting grace before each step.
+func terminate(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration, log *slog.Logger) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-exited:
+		return
+	case <-t.C:
+	}
+	log.Warn("proxy: the MCP server did not exit after its input closed; sending SIGTERM")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		cmd.Process.Kill()
+	}
+	t.Reset(grace)
+	select {
+	case <-exited:
+		return
+	case <-t.C:
+	}
+	log.Warn("proxy: the MCP server did not exit after SIGTERM; killing it")
+	cmd.Process.Kill()
+	<-exited
+}
+
+// A tee copies the server's stderr to a log file and to aegis's stderr. A
+// failure of one does not stop the other, and never fails the server's write.
+type tee struct {
+	mu     sync.Mutex
+	file   *os.File
+	out    io.Writer
+	log    *slog.Logger
+	failed bool
+}
+
+func (t *tee) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.file != nil {
+		if _, err := t.file.Write(p); err != nil && !t.failed {
+			t.failed = true
+			t.log.Error("proxy: writing the server's stderr log", "err", err)
+		}
+	}
+	t.out.Write(p)
+	return len(p), nil
+}
