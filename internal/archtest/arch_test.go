@@ -1,0 +1,98 @@
+package archtest
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/aegis-mcp/aegis"
+
+type pkg struct {
+	ImportPath string
+	Doc        string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found %d packages; the test would check nothing", len(pkgs))
+	}
+	return pkgs
+}
+
+// layers says which of aegis's own packages each package may import. A
+// package not listed here may import none: adding a package means deciding
+// where it sits.
+var layers = map[string][]string{
+	"cmd/aegis":           {"*"},
+	"internal/archtest":   {},
+	"internal/args":       {},
+	"internal/capability": {},
+	"internal/strictyaml": {},
+	"internal/binding":    {"internal/args", "internal/capability", "internal/strictyaml"},
+	"internal/policy":     {"internal/capability", "internal/strictyaml"},
+	"internal/chain":      {},
+	"internal/gateway":    {"internal/args", "internal/binding", "internal/capability", "internal/policy"},
+	"internal/config":     {"internal/args", "internal/binding", "internal/capability", "internal/gateway", "internal/policy", "internal/strictyaml"},
+	"internal/proxy":      {"internal/args"},
+	"internal/demoserver": {},
+}
+
+// pure packages decide from values alone: no files, no network, no
+// processes.
+var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy"}
+
+var ioImports = []string{"os", "os/exec", "net", "net/http", "syscall", "io/ioutil", "plugin", "unsafe"}
+
+// sdkAllowed may import the MCP SDK; nothing below the protocol layer may.
+var sdkAllowed = []string{"cmd/aegis", "internal/proxy", "internal/demoserver"}
+
+func TestLayers(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		allowed, known := layers[rel]
+		if !known {
+			t.Errorf("%s: not in the layer table of arch_test.go; decide where it sits", rel)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module+"/") {
+				dep := strings.TrimPrefix(imp, module+"/")
+				if !slices.Contains(allowed, "*") && !slices.Contains(allowed, dep) {
+					t.Errorf("%s imports %s: imports must point down (allowed: %v)", rel, dep, allowed)
+				}
+			}
+			if strings.HasPrefix(imp, "github.com/modelcontextprotocol/") && !slices.Contains(sdkAllowed, rel) {
+				t.Errorf("%s imports the MCP SDK (%s); only %v may", rel, imp, sdkAllowed)
+			}
+			if slices.Contains(pure, rel) && slices.Contains(ioImports, imp) {
+				t.Errorf("%s imports %s; it must do no I/O", rel, imp)
+			}
+		}
+	}
+}
+
+func TestEveryPackageHasDoc(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("%s has no package doc comment", p.ImportPath)
+		}
+	}
+}

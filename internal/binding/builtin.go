@@ -1,0 +1,127 @@
+package binding
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+// Semantics records how a server itself reads its path arguments, so that a
+// curated binding can model it or fail closed where it cannot.
+type Semantics struct {
+	// ExpandHome: the server expands "~" and "~/x" against its own user's
+	// home (the official filesystem server does, with os.homedir()).
+	ExpandHome bool
+	// FollowsSymlinks: the server resolves symbolic links before it reads
+	// or writes, so aegis must resolve them too when the server is local.
+	FollowsSymlinks bool
+	// NFCEquivalent: the server maps a missing path component to an existing
+	// sibling with the same Unicode NFC form. aegis cannot see which sibling
+	// exists, so a path argument not in NFC is refused as ambiguous.
+	NFCEquivalent bool
+}
+
+// Builtin is a curated binding table compiled into aegis for a well-known
+// server.
+type Builtin struct {
+	Name        string // the name a config uses: builtin: filesystem
+	Package     string // where the server comes from
+	Description string
+	Semantics   Semantics
+	Tools       Table
+}
+
+// Builtins returns the curated tables, by name. Each call returns fresh
+// values: callers may not share and mutate them.
+func Builtins() map[string]*Builtin {
+	m := make(map[string]*Builtin)
+	for _, b := range []*Builtin{filesystemBuiltin(), fetchBuiltin()} {
+		m[b.Name] = b
+	}
+	return m
+}
+
+// BuiltinNames lists the names of the curated tables, sorted.
+func BuiltinNames() []string {
+	var names []string
+	for name := range Builtins() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// curatedArg builds an argument of a curated table; the pointers are
+// constants, so a bad one is a programming error.
+func curatedArg(ptr string, kind capability.Kind, form Form) Arg {
+	p, err := args.ParsePointer(ptr)
+	if err != nil {
+		panic(fmt.Sprintf("binding: curated pointer %q: %v", ptr, err))
+	}
+	return Arg{Pointer: p, Kind: kind, Form: form}
+}
+
+func table(bs ...*Binding) Table {
+	t := make(Table, len(bs))
+	for _, b := range bs {
+		t[b.Tool] = b
+	}
+	return t
+}
+
+// filesystemBuiltin models @modelcontextprotocol/server-filesystem
+// (2026.8.31): every tool it lists. The server expands "~" with its own
+// HOME, resolves a relative path against its allowed directories (aegis does
+// not know them, so a relative path fails closed), follows symbolic links for
+// reads and writes, and matches missing components NFC-equivalently.
+func filesystemBuiltin() *Builtin {
+	r := func(ptr string) Arg { return curatedArg(ptr, capability.FSRead, FormPath) }
+	w := func(ptr string) Arg { return curatedArg(ptr, capability.FSWrite, FormPath) }
+	const (
+		ro = capability.TierReadOnly
+		dr = capability.TierDataRead
+		mu = capability.TierMutating
+	)
+	return &Builtin{
+		Name:        "filesystem",
+		Package:     "@modelcontextprotocol/server-filesystem",
+		Description: "the official MCP filesystem server",
+		Semantics:   Semantics{ExpandHome: true, FollowsSymlinks: true, NFCEquivalent: true},
+		Tools: table(
+			&Binding{Tool: "read_file", Tier: dr, Args: []Arg{r("/path")}},
+			&Binding{Tool: "read_text_file", Tier: dr, Args: []Arg{r("/path")}},
+			&Binding{Tool: "read_media_file", Tier: dr, Args: []Arg{r("/path")}},
+			&Binding{Tool: "read_multiple_files", Tier: dr, Args: []Arg{r("/paths/*")}},
+			&Binding{Tool: "write_file", Tier: mu, Args: []Arg{w("/path")}},
+			// edit_file writes even with dryRun: aegis does not trust a flag
+			// the model sets to make a write harmless.
+			&Binding{Tool: "edit_file", Tier: mu, Args: []Arg{w("/path")}},
+			&Binding{Tool: "create_directory", Tier: mu, Args: []Arg{w("/path")}},
+			&Binding{Tool: "list_directory", Tier: dr, Args: []Arg{r("/path")}},
+			&Binding{Tool: "list_directory_with_sizes", Tier: dr, Args: []Arg{r("/path")}},
+			&Binding{Tool: "directory_tree", Tier: dr, Args: []Arg{r("/path")}},
+			// A move deletes the source and writes the destination.
+			&Binding{Tool: "move_file", Tier: mu, Args: []Arg{w("/source"), w("/destination")}},
+			&Binding{Tool: "search_files", Tier: dr, Args: []Arg{r("/path")}},
+			&Binding{Tool: "get_file_info", Tier: dr, Args: []Arg{r("/path")}},
+			&Binding{Tool: "list_allowed_directories", Tier: ro},
+		),
+	}
+}
+
+// fetchBuiltin models a URL-fetching server such as mcp-server-fetch: its
+// fetch tool connects to the URL it is given.
+func fetchBuiltin() *Builtin {
+	return &Builtin{
+		Name:        "fetch",
+		Package:     "mcp-server-fetch",
+		Description: "a URL-fetching server (tool fetch, argument url)",
+		Tools: table(
+			&Binding{Tool: "fetch", Tier: capability.TierDataRead, Args: []Arg{
+				curatedArg("/url", capability.NetConnect, FormURL),
+			}},
+		),
+	}
+}

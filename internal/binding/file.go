@@ -1,0 +1,231 @@
+package binding
+
+import (
+	"fmt"
+	"sort"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/strictyaml"
+)
+
+// fileDoc is a bindings file:
+//
+//	version: 1
+//	tools:
+//	  send_mail:
+//	    tier: mutating
+//	    args:
+//	      - {pointer: /to/*, kind: id, id_kind: mail.contact}
+//	      - {pointer: /attachments/*/path, kind: fs.read}
+//
+// An arg has exactly these four keys; none can hold a limit, a scope or a
+// path prefix, by construction.
+type fileDoc struct {
+	Version int                  `yaml:"version,required"`
+	Tools   map[string]*fileTool `yaml:"tools,required"`
+}
+
+type fileTool struct {
+	Pos  strictyaml.Pos `yaml:"-"`
+	Tier tierValue      `yaml:"tier,required"`
+	Args []*fileArg     `yaml:"args"`
+}
+
+func (*fileTool) YAMLName() string { return "tool" }
+
+type fileArg struct {
+	Pos     strictyaml.Pos `yaml:"-"`
+	Pointer pointerValue   `yaml:"pointer,required"`
+	Kind    kindValue      `yaml:"kind,required"`
+	Form    formValue      `yaml:"form"`
+	IDKind  idKindValue    `yaml:"id_kind"`
+}
+
+func (*fileArg) YAMLName() string { return "arg" }
+
+type tierValue struct{ capability.Tier }
+
+func (t *tierValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	s, err := scalar(file, n)
+	if err != nil {
+		return err
+	}
+	t.Tier, err = capability.ParseTier(s)
+	if err != nil {
+		return strictyaml.Errorf(file, n, "%v", err)
+	}
+	return nil
+}
+
+type pointerValue struct{ args.Pointer }
+
+func (p *pointerValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	s, err := scalar(file, n)
+	if err != nil {
+		return err
+	}
+	p.Pointer, err = args.ParsePointer(s)
+	if err != nil {
+		return strictyaml.Errorf(file, n, "pointer %q: %v", s, err)
+	}
+	return nil
+}
+
+type kindValue struct{ capability.Kind }
+
+func (k *kindValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	s, err := scalar(file, n)
+	if err != nil {
+		return err
+	}
+	k.Kind, err = capability.ParseKind(s)
+	if err != nil {
+		return strictyaml.Errorf(file, n, "%v", err)
+	}
+	return nil
+}
+
+type formValue struct {
+	Form
+	pos strictyaml.Pos
+}
+
+func (f *formValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	s, err := scalar(file, n)
+	if err != nil {
+		return err
+	}
+	f.pos = strictyaml.PosOf(file, n)
+	for i, name := range formNames {
+		if name != "" && name == s {
+			f.Form = Form(i)
+			return nil
+		}
+	}
+	return strictyaml.Errorf(file, n, "unknown form %q (want path, url, host, command or plain)", s)
+}
+
+type idKindValue struct {
+	name string
+	pos  strictyaml.Pos
+}
+
+func (v *idKindValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	s, err := scalar(file, n)
+	if err != nil {
+		return err
+	}
+	if !validIDKind(s) {
+		return strictyaml.Errorf(file, n, "id_kind %q: want dotted lower-case words, like mail.message", s)
+	}
+	v.name, v.pos = s, strictyaml.PosOf(file, n)
+	return nil
+}
+
+// validIDKind accepts names like mail.message: lower-case letters, digits,
+// '_' and '-', in dot-separated words. A narrow alphabet keeps the label a
+// label; it cannot smuggle a path or a pattern.
+func validIDKind(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	word := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '-':
+			word++
+		case c == '.' && word > 0:
+			word = 0
+		default:
+			return false
+		}
+	}
+	return word > 0
+}
+
+func scalar(file string, n *yaml.Node) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return "", strictyaml.Errorf(file, n, "want a string")
+	}
+	return n.Value, nil
+}
+
+// Parse reads a bindings file. Errors name file:line:col.
+func Parse(file string, data []byte) (Table, error) {
+	var doc fileDoc
+	if err := strictyaml.Decode(file, data, &doc); err != nil {
+		return nil, err
+	}
+	var errs strictyaml.List
+	if doc.Version != 1 {
+		errs.AddError(strictyaml.ErrorAt(strictyaml.Pos{File: file, Line: 1, Col: 1}, "version %d: want 1", doc.Version))
+	}
+	names := make([]string, 0, len(doc.Tools))
+	for name := range doc.Tools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	t := make(Table, len(doc.Tools))
+	for _, name := range names {
+		ft := doc.Tools[name]
+		if ft == nil {
+			errs.AddError(strictyaml.ErrorAt(strictyaml.Pos{File: file, Line: 1, Col: 1}, "tool %q has no binding", name))
+			continue
+		}
+		b := &Binding{Tool: name, Tier: ft.Tier.Tier}
+		for _, fa := range ft.Args {
+			if fa == nil {
+				errs.AddError(strictyaml.ErrorAt(ft.Pos, "tool %q: an empty arg", name))
+				continue
+			}
+			a := Arg{Pointer: fa.Pointer.Pointer, Kind: fa.Kind.Kind, Form: fa.Form.Form, IDKind: fa.IDKind.name}
+			if a.Form != FormDefault && !validForm(a.Kind, a.Form) {
+				errs.AddError(strictyaml.ErrorAt(fa.Form.pos, "form %s does not apply to %s", a.Form, a.Kind))
+			}
+			switch {
+			case a.Kind == capability.ID && a.IDKind == "":
+				errs.AddError(strictyaml.ErrorAt(fa.Pos, "an id argument needs id_kind"))
+			case a.Kind != capability.ID && a.IDKind != "":
+				errs.AddError(strictyaml.ErrorAt(fa.IDKind.pos, "id_kind applies only to kind id, not %s", a.Kind))
+			}
+			b.Args = append(b.Args, a)
+		}
+		t[name] = b
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Merge returns a table holding the bindings of base, with those of over
+// replacing them tool by tool.
+func Merge(base, over Table) Table {
+	t := make(Table, len(base)+len(over))
+	for k, v := range base {
+		t[k] = v
+	}
+	for k, v := range over {
+		t[k] = v
+	}
+	return t
+}
+
+// String describes b for explanations: "read_file (data-read): /path fs.read".
+func (b *Binding) String() string {
+	s := fmt.Sprintf("%s (%s):", b.Tool, b.Tier)
+	if len(b.Args) == 0 {
+		s += " no resource arguments"
+	}
+	for _, a := range b.Args {
+		s += fmt.Sprintf(" %s %s", a.Pointer, a.Kind)
+		if a.IDKind != "" {
+			s += "(" + a.IDKind + ")"
+		}
+	}
+	return s
+}

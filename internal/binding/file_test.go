@@ -1,0 +1,101 @@
+package binding
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+func TestParseFile(t *testing.T) {
+	data, err := os.ReadFile("testdata/mail.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := Parse("testdata/mail.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tab["list_messages"]; got == nil || got.Tier != capability.TierDataRead || len(got.Args) != 0 {
+		t.Errorf("list_messages = %v", got)
+	}
+	send := tab["send_message"]
+	if send == nil {
+		t.Fatal("send_message missing")
+	}
+	if got, want := send.String(), "send_message (mutating): /to/* id(mail.contact) /attachments/*/path fs.read /callback net.connect"; got != want {
+		t.Errorf("send_message = %q, want %q", got, want)
+	}
+	got, err := derive(t, send, `{"to":["c1"],"attachments":[{"path":"/tmp/a"}],"callback":"[::1]:8080"}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[2].Host != "::1" || got[2].Port != 8080 || got[2].Classes&capability.Loopback == 0 {
+		t.Errorf("derived %+v", got)
+	}
+}
+
+// TestParseErrors checks that each mistake is reported at its place.
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", "version: 1\ntools:\n  t:\n    tier: mutating\n    limit: 3\n",
+			`b.yaml:5:5: unknown key "limit" in tool`},
+		{"a binding cannot hold a prefix", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: fs.read, path_prefix: /home}\n",
+			`b.yaml:6:38: unknown key "path_prefix" in arg`},
+		{"bad kind", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: fs.delete}\n",
+			`b.yaml:6:29: unknown capability kind "fs.delete"`},
+		{"bad pointer", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: p, kind: fs.read}\n",
+			`b.yaml:6:19: pointer "p"`},
+		{"bad tier", "version: 1\ntools:\n  t:\n    tier: harmless\n",
+			`b.yaml:4:11: unknown risk tier "harmless"`},
+		{"missing tier", "version: 1\ntools:\n  t:\n    args: []\n",
+			`b.yaml:4:5: missing key "tier"`},
+		{"form for the wrong kind", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: fs.read, form: url}\n",
+			`b.yaml:6:44: form url does not apply to fs.read`},
+		{"id without id_kind", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: id}\n",
+			`b.yaml:6:9: an id argument needs id_kind`},
+		{"id_kind on a path", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: fs.read, id_kind: x}\n",
+			`b.yaml:6:47: id_kind applies only to kind id`},
+		{"id_kind that looks like a path", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: id, id_kind: /home}\n",
+			`b.yaml:6:42: id_kind "/home"`},
+		{"wrong version", "version: 2\ntools: {}\n", `b.yaml:1:1: version 2: want 1`},
+		{"not yaml", "version: [\n", `b.yaml:`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("b.yaml", []byte(tt.yaml))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v\nwant one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	if data, err := os.ReadFile("testdata/mail.yaml"); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte("version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p/*, kind: exec}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tab, err := Parse("f.yaml", data)
+		if err != nil {
+			return
+		}
+		for name, b := range tab {
+			if b == nil || b.Tool != name {
+				t.Fatalf("table entry %q = %v", name, b)
+			}
+			for _, a := range b.Args {
+				if a.Kind < capability.FSRead || a.Kind > capability.ID {
+					t.Fatalf("accepted kind %v", a.Kind)
+				}
+				if (a.Kind == capability.ID) != (a.IDKind != "") {
+					t.Fatalf("accepted id_kind %q on %v", a.IDKind, a.Kind)
+				}
+			}
+		}
+	})
+}
