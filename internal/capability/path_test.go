@@ -122,19 +122,20 @@ func checkPathResult(t *testing.T, raw, got string, err error, want, wantErr str
 	}
 }
 
-// fakeFS is a file system for Readlink: links maps a path to its link
-// target, files lists the paths that exist and are not links (regular files
-// are the ones without a trailing "/" in the literal below), and errs injects
-// other errors.
-type fakeFS struct {
+// linkFS is a file system for Readlink: links maps a path to its link
+// target, dirs the paths that exist and are not links (true for a directory,
+// false for a regular file), and errs injects other errors. newLinkFS takes
+// the existing paths as a list, directories with a trailing "/", and adds
+// their parents.
+type linkFS struct {
 	links map[string]string
 	dirs  map[string]bool // true: directory, false: regular file
 	errs  map[string]error
 	calls int
 }
 
-func newFakeFS(links map[string]string, paths ...string) *fakeFS {
-	f := &fakeFS{links: links, dirs: map[string]bool{"/": true}, errs: map[string]error{}}
+func newLinkFS(links map[string]string, paths ...string) *linkFS {
+	f := &linkFS{links: links, dirs: map[string]bool{"/": true}, errs: map[string]error{}}
 	for _, p := range paths {
 		dir := strings.HasSuffix(p, "/")
 		p = path.Clean(p)
@@ -146,7 +147,7 @@ func newFakeFS(links map[string]string, paths ...string) *fakeFS {
 	return f
 }
 
-func (f *fakeFS) Readlink(name string) (string, error) {
+func (f *linkFS) Readlink(name string) (string, error) {
 	f.calls++
 	if name != path.Clean(name) || !path.IsAbs(name) {
 		// CanonPath must only ask about clean absolute paths.
@@ -174,10 +175,10 @@ func (f *fakeFS) Readlink(name string) (string, error) {
 	return "", &fs.PathError{Op: "readlink", Path: name, Err: syscall.ENOENT}
 }
 
-// world is the file system of the symlink tests: a home with a .ssh
+// linkWorld is the file system of the symlink tests: a home with a .ssh
 // directory and a root /srv/allowed that a policy would allow, full of
 // links that lead out of it.
-func world() *fakeFS {
+func linkWorld() *linkFS {
 	links := map[string]string{
 		"/srv/allowed/keys":      "/home/a/.ssh",
 		"/srv/allowed/rel":       "../../home/a/.ssh",
@@ -203,7 +204,7 @@ func world() *fakeFS {
 		"/h":                     "/home/a",
 		"/usr/home":              "/home",
 	}
-	return newFakeFS(links,
+	return newLinkFS(links,
 		"/home/a/.ssh/id_rsa", "/home/a/.ssh/authorized_keys",
 		"/home/a/projects/app/", "/srv/allowed/real/", "/srv/allowed/sub/", "/srv/secret/",
 		"/etc/passwd", "/tmp/", "/usr/",
@@ -211,9 +212,9 @@ func world() *fakeFS {
 }
 
 func TestCanonPathSymlinks(t *testing.T) {
-	chain := func(n int) *fakeFS {
+	chain := func(n int) *linkFS {
 		// /c/l0 -> l1 -> ... -> l(n-1) -> /etc: n links in a row.
-		f := world()
+		f := linkWorld()
 		for i := range n - 1 {
 			f.links["/c/l"+strconv.Itoa(i)] = "l" + strconv.Itoa(i+1)
 		}
@@ -224,7 +225,7 @@ func TestCanonPathSymlinks(t *testing.T) {
 	tests := []struct {
 		name    string
 		raw     string
-		fs      *fakeFS
+		fs      *linkFS
 		home    string
 		want    string
 		wantErr string
@@ -277,13 +278,13 @@ func TestCanonPathSymlinks(t *testing.T) {
 		{name: "empty link target", raw: "/srv/allowed/empty", wantErr: "empty target"},
 		{name: "NUL in link target", raw: "/srv/allowed/nul/x", wantErr: "NUL"},
 		{name: "link target too long", raw: "/srv/allowed/toolong", wantErr: "long"},
-		{name: "permission denied", raw: "/srv/secret/x/y", fs: func() *fakeFS {
-			f := world()
+		{name: "permission denied", raw: "/srv/secret/x/y", fs: func() *linkFS {
+			f := linkWorld()
 			f.errs["/srv/secret/x"] = syscall.EACCES
 			return f
 		}(), wantErr: "permission denied"},
-		{name: "I/O error", raw: "/srv/allowed/real", fs: func() *fakeFS {
-			f := world()
+		{name: "I/O error", raw: "/srv/allowed/real", fs: func() *linkFS {
+			f := linkWorld()
 			f.errs["/srv/allowed/real"] = syscall.EIO
 			return f
 		}(), wantErr: "/srv/allowed/real"},
@@ -292,7 +293,7 @@ func TestCanonPathSymlinks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := tt.fs
 			if f == nil {
-				f = world()
+				f = linkWorld()
 			}
 			got, err := CanonPath(tt.raw, &PathOptions{Home: tt.home, Readlink: f.Readlink})
 			if tt.ambig && !errors.Is(err, ErrAmbiguous) {
@@ -448,7 +449,7 @@ func TestPathUnder(t *testing.T) {
 // TestPathUnderCanon checks the rule the policy relies on: whatever spelling
 // reaches a file in ~/.ssh, its canonical form is under ~/.ssh.
 func TestPathUnderCanon(t *testing.T) {
-	f := world()
+	f := linkWorld()
 	opts := &PathOptions{Home: "/home/a", Readlink: f.Readlink}
 	ssh, err := CanonPath("~/.ssh", opts)
 	if err != nil {
@@ -482,7 +483,7 @@ func FuzzCanonPath(f *testing.F) {
 	}
 	lexical := &PathOptions{Home: "/home/a"}
 	f.Fuzz(func(t *testing.T, raw string) {
-		fsys := world()
+		fsys := linkWorld()
 		for _, opts := range []*PathOptions{nil, lexical, {Home: "/h", Readlink: fsys.Readlink}} {
 			got, err := CanonPath(raw, opts)
 			if err != nil {
@@ -538,7 +539,16 @@ func naiveClean(p string) string {
 	return "/" + strings.Join(stack, "/")
 }
 
+// BenchmarkCanonPath measures lexical canonicalisation (budget: well under
+// 1 µs, no allocation for a clean path) against path.Clean of the same path
+// as the reference in the same run, and one resolution through a link.
 func BenchmarkCanonPath(b *testing.B) {
+	b.Run("reference-path.Clean", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = path.Clean("/home/a/projects/aegis/internal/capability/path.go")
+		}
+	})
 	b.Run("clean", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -565,7 +575,7 @@ func BenchmarkCanonPath(b *testing.B) {
 		}
 	})
 	b.Run("symlinks", func(b *testing.B) {
-		f := world()
+		f := linkWorld()
 		opts := &PathOptions{Home: "/home/a", Readlink: f.Readlink}
 		b.ReportAllocs()
 		for b.Loop() {
