@@ -1,0 +1,551 @@
+package args
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Doc is a decoded arguments document. Its zero value is ready to use, and it is reusable:
+// [Doc.Decode] resets it, so a Doc kept per worker decodes in the steady state with one
+// allocation (the private copy of the input) plus one more when some string had escapes.
+//
+// Values handed out before a Decode go stale at that Decode and then report [Invalid].
+// Strings returned by [Value.Str] and [Value.Raw] never change: they stay valid after
+// the Doc is reused. A Doc is not safe for concurrent Decode; concurrent reads are fine.
+type Doc struct {
+	src    string  // private copy of the input
+	esc    string  // unescaped text of strings that held escapes
+	buf    []byte  // esc under construction during a Decode
+	nodes  []node  // values and object keys in document order; nodes[0] is the root
+	kids   []int32 // children of containers: elements, or key and value pairs
+	stack  []int32 // children of the containers still open
+	frames []frame // containers still open, innermost last
+	gen    uint32  // bumped by each Decode, so older Values go stale
+}
+
+// node is one value or object key. Spans are offsets; int32 is enough under MaxBytes.
+type node struct {
+	start, end int32 // source text: src[start:end]
+	a, b       int32 // String: text at [a:b] of src or esc; Array, Object: kids[a:], b children
+	kind       Kind
+	esc        bool // a String whose text is in esc
+}
+
+type frame struct {
+	node int32 // the open container
+	base int32 // its children start at stack[base]
+}
+
+// Decode parses data as one tool call's arguments, replacing what d held. The input must
+// be strict JSON (RFC 8259) whose top-level value is an object: MCP arguments are a
+// named-argument map, so an array, scalar or empty input is an error (a caller with
+// absent arguments passes {}).
+//
+// Strict means: no byte-order mark, comments, single quotes, trailing commas, NaN,
+// Infinity, hex, leading zeros, "+1", "1.", ".5" or "1e"; whitespace is only space, tab,
+// CR and LF; nothing but whitespace after the object; strings are valid UTF-8 with no
+// unescaped control characters; a \u escape of a UTF-16 surrogate must be a high one
+// directly followed by a low one; and no object holds the same key twice, comparing
+// keys after unescaping. Each of these is a place where JSON parsers disagree, and a
+// call that two parsers read differently is refused rather than guessed at.
+//
+// Numbers are kept as their source text, without rounding. Decode reads data only
+// during the call: d keeps a private copy. lim may be nil for the defaults.
+//
+// The error is a *[SyntaxError] for malformed input, or wraps [ErrLimit] for an input
+// over a limit; both name the byte offset. After an error, d holds no document.
+func (d *Doc) Decode(data []byte, lim *Limits) error {
+	d.gen++
+	d.reset()
+	l := lim.resolve()
+	if len(data) == 0 {
+		return syntaxError(0, "empty input; arguments must be a JSON object")
+	}
+	if len(data) > l.maxBytes {
+		return limitError(l.maxBytes, "input of %d bytes is over MaxBytes %d", len(data), l.maxBytes)
+	}
+	d.src = string(data)
+	if err := d.parse(&l); err != nil {
+		d.reset()
+		return err
+	}
+	return nil
+}
+
+// Root returns the arguments object, or the [Invalid] value if d holds no document.
+func (d *Doc) Root() Value {
+	if len(d.nodes) == 0 {
+		return Value{}
+	}
+	return Value{d: d, gen: d.gen}
+}
+
+func (d *Doc) reset() {
+	d.src, d.esc = "", ""
+	d.buf = d.buf[:0]
+	d.nodes = d.nodes[:0]
+	d.kids = d.kids[:0]
+	d.stack = d.stack[:0]
+	d.frames = d.frames[:0]
+}
+
+// parse is an explicit-stack parser: nesting costs a frame in d.frames, never a Go stack
+// frame, so no input can exhaust the stack.
+func (d *Doc) parse(l *limits) error {
+	s := d.src
+	i := skipSpace(s, 0)
+	if i == len(s) {
+		return syntaxError(i, "no value, only whitespace; arguments must be a JSON object")
+	}
+	if s[i] != '{' {
+		return syntaxError(i, "arguments must be a JSON object, found "+describe(s[i]))
+	}
+	values := 0
+	for {
+		values++
+		if values > l.maxElements {
+			return limitError(i, "more than MaxElements %d values", l.maxElements)
+		}
+		var opened bool
+		var err error
+		if i, opened, err = d.value(s, i, l); err != nil {
+			return err
+		}
+		if opened {
+			continue // i is at the first value inside the new container
+		}
+		var done bool
+		if i, done, err = d.next(s, i, l); err != nil || done {
+			return err
+		}
+	}
+}
+
+// value parses the value at s[i]. For a non-empty container it opens a frame, reads the
+// first key of an object, and reports opened with i at the first child value.
+func (d *Doc) value(s string, i int, l *limits) (next int, opened bool, err error) {
+	if i >= len(s) {
+		return i, false, syntaxError(i, "unexpected end of input; want a value")
+	}
+	switch c := s[i]; c {
+	case '{', '[':
+		if len(d.frames) >= l.maxDepth {
+			return i, false, limitError(i, "nesting deeper than MaxDepth %d", l.maxDepth)
+		}
+		kind, closer := Object, byte('}')
+		if c == '[' {
+			kind, closer = Array, ']'
+		}
+		d.frames = append(d.frames, frame{node: d.add(node{start: int32(i), kind: kind}), base: int32(len(d.stack))})
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == closer {
+			d.close(i + 1)
+			return i + 1, false, nil
+		}
+		if kind == Object {
+			i, err = d.key(s, i, l)
+		}
+		return i, err == nil, err
+	case '"':
+		a, b, esc, end, err := d.scanString(s, i, l.maxString)
+		if err != nil {
+			return i, false, err
+		}
+		d.add(node{start: int32(i), end: int32(end), a: int32(a), b: int32(b), kind: String, esc: esc})
+		return end, false, nil
+	case 't', 'f', 'n':
+		lit := "null"
+		if c == 't' {
+			lit = "true"
+		} else if c == 'f' {
+			lit = "false"
+		}
+		if !strings.HasPrefix(s[i:], lit) {
+			return i, false, syntaxError(i, "invalid literal; want true, false or null")
+		}
+		kind := Bool
+		if c == 'n' {
+			kind = Null
+		}
+		end := i + len(lit)
+		d.add(node{start: int32(i), end: int32(end), kind: kind})
+		return end, false, nil
+	default:
+		if c != '-' && !isDigit(c) {
+			return i, false, syntaxError(i, "invalid character "+describe(c)+" looking for a value")
+		}
+		end, err := scanNumber(s, i)
+		if err != nil {
+			return i, false, err
+		}
+		d.add(node{start: int32(i), end: int32(end), a: int32(i), b: int32(end), kind: Number})
+		return end, false, nil
+	}
+}
+
+// next consumes what follows a complete value: a comma and the next key, or closers.
+// It reports done after the top-level object, having checked that only whitespace
+// follows and that no object repeats a key.
+func (d *Doc) next(s string, i int, l *limits) (next int, done bool, err error) {
+	for {
+		i = skipSpace(s, i)
+		if len(d.frames) == 0 {
+			if i != len(s) {
+				return i, false, syntaxError(i, "data after the arguments object")
+			}
+			return i, true, d.finish()
+		}
+		top := d.frames[len(d.frames)-1]
+		obj := d.nodes[top.node].kind == Object
+		if i >= len(s) {
+			if obj {
+				return i, false, syntaxError(i, "unexpected end of input in object; want ',' or '}'")
+			}
+			return i, false, syntaxError(i, "unexpected end of input in array; want ',' or ']'")
+		}
+		switch c := s[i]; {
+		case c == ',':
+			i = skipSpace(s, i+1)
+			if obj {
+				i, err = d.key(s, i, l)
+			}
+			return i, false, err
+		case c == '}' && obj, c == ']' && !obj:
+			d.close(i + 1)
+			i++
+		case obj:
+			return i, false, syntaxError(i, "invalid character "+describe(c)+" after object member; want ',' or '}'")
+		default:
+			return i, false, syntaxError(i, "invalid character "+describe(c)+" after array element; want ',' or ']'")
+		}
+	}
+}
+
+// key parses an object key and its colon, returning the offset of the member's value.
+func (d *Doc) key(s string, i int, l *limits) (int, error) {
+	if i >= len(s) {
+		return i, syntaxError(i, "unexpected end of input; want an object key")
+	}
+	if s[i] != '"' {
+		return i, syntaxError(i, "invalid character "+describe(s[i])+"; want a string for an object key")
+	}
+	a, b, esc, end, err := d.scanString(s, i, l.maxString)
+	if err != nil {
+		return i, err
+	}
+	d.add(node{start: int32(i), end: int32(end), a: int32(a), b: int32(b), kind: String, esc: esc})
+	i = skipSpace(s, end)
+	if i >= len(s) || s[i] != ':' {
+		if i >= len(s) {
+			return i, syntaxError(i, "unexpected end of input; want ':' after object key")
+		}
+		return i, syntaxError(i, "invalid character "+describe(s[i])+"; want ':' after object key")
+	}
+	return skipSpace(s, i+1), nil
+}
+
+// add appends n, registering it as a child of the innermost open container.
+func (d *Doc) add(n node) int32 {
+	idx := int32(len(d.nodes))
+	d.nodes = append(d.nodes, n)
+	if len(d.frames) > 0 {
+		d.stack = append(d.stack, idx)
+	}
+	return idx
+}
+
+// close ends the innermost container at end, moving its children to d.kids.
+func (d *Doc) close(end int) {
+	f := d.frames[len(d.frames)-1]
+	d.frames = d.frames[:len(d.frames)-1]
+	n := &d.nodes[f.node]
+	children := d.stack[f.base:]
+	n.end = int32(end)
+	n.a = int32(len(d.kids))
+	n.b = int32(len(children))
+	if n.kind == Object {
+		n.b /= 2
+	}
+	d.kids = append(d.kids, children...)
+	d.stack = d.stack[:f.base]
+}
+
+// finish publishes the unescaped text and rejects duplicate keys. Duplicates are checked
+// after parsing because only then is every key's text final.
+func (d *Doc) finish() error {
+	if len(d.buf) > 0 {
+		d.esc = string(d.buf)
+	}
+	for i := range d.nodes {
+		n := &d.nodes[i]
+		if n.kind != Object || n.b < 2 {
+			continue
+		}
+		if err := d.checkKeys(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// smallObject is the member count up to which duplicate keys are found by comparing
+// every pair, which beats sorting for the objects tool calls carry.
+const smallObject = 16
+
+func (d *Doc) checkKeys(n *node) error {
+	kids := d.kids[n.a : n.a+2*n.b]
+	if n.b <= smallObject {
+		for x := 2; x < len(kids); x += 2 {
+			kx := d.text(kids[x])
+			for y := 0; y < x; y += 2 {
+				if d.text(kids[y]) == kx {
+					return d.duplicate(kids[y], kids[x])
+				}
+			}
+		}
+		return nil
+	}
+	keys := make([]int32, 0, n.b)
+	for x := 0; x < len(kids); x += 2 {
+		keys = append(keys, kids[x])
+	}
+	slices.SortFunc(keys, func(p, q int32) int { return strings.Compare(d.text(p), d.text(q)) })
+	for x := 1; x < len(keys); x++ {
+		if d.text(keys[x-1]) == d.text(keys[x]) {
+			first, second := keys[x-1], keys[x]
+			if first > second {
+				first, second = second, first
+			}
+			return d.duplicate(first, second)
+		}
+	}
+	return nil
+}
+
+func (d *Doc) duplicate(first, second int32) error {
+	// The key itself stays out of the message: keys can carry data, errors get logged.
+	return &SyntaxError{
+		Offset: int(d.nodes[second].start),
+		Msg:    "duplicate object key (first at byte " + strconv.Itoa(int(d.nodes[first].start)) + ")",
+	}
+}
+
+// text is the unescaped text of the String node at idx.
+func (d *Doc) text(idx int32) string {
+	n := &d.nodes[idx]
+	if n.esc {
+		return d.esc[n.a:n.b]
+	}
+	return d.src[n.a:n.b]
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// scanNumber returns the end of the number at s[i], which starts with '-' or a digit.
+func scanNumber(s string, i int) (int, error) {
+	j := i
+	if s[j] == '-' {
+		j++
+	}
+	switch {
+	case j >= len(s):
+		return j, syntaxError(j, "unexpected end of input in number; want a digit")
+	case s[j] == '0':
+		j++
+		if j < len(s) && isDigit(s[j]) {
+			return j, syntaxError(j, "leading zero in number")
+		}
+	case isDigit(s[j]):
+		for j++; j < len(s) && isDigit(s[j]); j++ {
+		}
+	default:
+		return j, syntaxError(j, "invalid character "+describe(s[j])+" in number; want a digit")
+	}
+	if j < len(s) && s[j] == '.' {
+		j++
+		if j >= len(s) || !isDigit(s[j]) {
+			return j, syntaxError(j, "want a digit after the decimal point")
+		}
+		for j++; j < len(s) && isDigit(s[j]); j++ {
+		}
+	}
+	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
+		j++
+		if j < len(s) && (s[j] == '+' || s[j] == '-') {
+			j++
+		}
+		if j >= len(s) || !isDigit(s[j]) {
+			return j, syntaxError(j, "want a digit in the exponent")
+		}
+		for j++; j < len(s) && isDigit(s[j]); j++ {
+		}
+	}
+	return j, nil
+}
+
+// plain marks the ASCII bytes a string holds as they are: not a control character,
+// quote or backslash.
+var plain = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanString reads the string whose opening quote is s[i]. Its text is s[a:b] or, when
+// esc, d.buf[a:b]; end is the offset after the closing quote.
+func (d *Doc) scanString(s string, i, max int) (a, b int, esc bool, end int, err error) {
+	j := i + 1
+	for j < len(s) {
+		c := s[j]
+		if c < utf8.RuneSelf {
+			if plain[c] {
+				j++
+				continue
+			}
+			switch c {
+			case '"':
+				if j-(i+1) > max {
+					return 0, 0, false, 0, limitError(i, "string of %d bytes is over MaxStringBytes %d", j-(i+1), max)
+				}
+				return i + 1, j, false, j + 1, nil
+			case '\\':
+				return d.unescape(s, i, j, max)
+			}
+			return 0, 0, false, 0, syntaxError(j, "control character "+describe(c)+" in string; want it escaped")
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError && size == 1 {
+			return 0, 0, false, 0, syntaxError(j, "invalid UTF-8 in string")
+		}
+		j += size
+	}
+	return 0, 0, false, 0, syntaxError(len(s), "unexpected end of input in string")
+}
+
+// unescape continues scanString at the first backslash, s[j], writing the unescaped
+// text to d.buf.
+func (d *Doc) unescape(s string, i, j, max int) (a, b int, esc bool, end int, err error) {
+	start := len(d.buf)
+	d.buf = append(d.buf, s[i+1:j]...)
+	for j < len(s) {
+		c := s[j]
+		switch {
+		case c == '"':
+			if n := len(d.buf) - start; n > max {
+				return 0, 0, false, 0, limitError(i, "string of %d bytes is over MaxStringBytes %d", n, max)
+			}
+			return start, len(d.buf), true, j + 1, nil
+		case c == '\\':
+			if j+1 >= len(s) {
+				return 0, 0, false, 0, syntaxError(j, "unexpected end of input in escape")
+			}
+			n, err := d.escape(s, j)
+			if err != nil {
+				return 0, 0, false, 0, err
+			}
+			j += n
+		case c < 0x20:
+			return 0, 0, false, 0, syntaxError(j, "control character "+describe(c)+" in string; want it escaped")
+		case c < utf8.RuneSelf:
+			k := j + 1
+			for k < len(s) && s[k] < utf8.RuneSelf && plain[s[k]] {
+				k++
+			}
+			d.buf = append(d.buf, s[j:k]...)
+			j = k
+		default:
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, 0, false, 0, syntaxError(j, "invalid UTF-8 in string")
+			}
+			d.buf = append(d.buf, s[j:j+size]...)
+			j += size
+		}
+	}
+	return 0, 0, false, 0, syntaxError(len(s), "unexpected end of input in string")
+}
+
+// escape decodes the escape sequence at s[j] (a backslash with at least one byte after
+// it) onto d.buf and returns its length.
+func (d *Doc) escape(s string, j int) (int, error) {
+	var r rune
+	switch s[j+1] {
+	case '"', '\\', '/':
+		d.buf = append(d.buf, s[j+1])
+		return 2, nil
+	case 'b':
+		r = '\b'
+	case 'f':
+		r = '\f'
+	case 'n':
+		r = '\n'
+	case 'r':
+		r = '\r'
+	case 't':
+		r = '\t'
+	case 'u':
+		r = hex4(s, j+2)
+		if r < 0 {
+			return 0, syntaxError(j, `invalid \u escape; want four hex digits`)
+		}
+		switch {
+		case 0xDC00 <= r && r <= 0xDFFF:
+			return 0, syntaxError(j, `\u escape of a UTF-16 low surrogate without a high surrogate before it`)
+		case 0xD800 <= r && r <= 0xDBFF:
+			lo := rune(-1)
+			if j+12 <= len(s) && s[j+6] == '\\' && s[j+7] == 'u' {
+				lo = hex4(s, j+8)
+			}
+			if lo < 0xDC00 || lo > 0xDFFF {
+				return 0, syntaxError(j, `\u escape of a UTF-16 high surrogate not followed by a low surrogate escape`)
+			}
+			d.buf = utf8.AppendRune(d.buf, 0x10000+(r-0xD800)<<10+(lo-0xDC00))
+			return 12, nil
+		}
+		d.buf = utf8.AppendRune(d.buf, r)
+		return 6, nil
+	default:
+		return 0, syntaxError(j, "invalid escape: backslash followed by "+describe(s[j+1]))
+	}
+	d.buf = append(d.buf, byte(r))
+	return 2, nil
+}
+
+// hex4 decodes the four hex digits at s[i:], or returns -1.
+func hex4(s string, i int) rune {
+	if i+4 > len(s) {
+		return -1
+	}
+	var r rune
+	for k := i; k < i+4; k++ {
+		c := s[k]
+		var v byte
+		switch {
+		case '0' <= c && c <= '9':
+			v = c - '0'
+		case 'a' <= c && c <= 'f':
+			v = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			v = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(v)
+	}
+	return r
+}

@@ -1,0 +1,114 @@
+package args
+
+import "strconv"
+
+// Kind is the JSON type of a [Value].
+type Kind uint8
+
+// The kinds. Invalid is the zero Kind: the kind of the zero [Value], of a Value whose
+// [Doc] has since been reused, and of what an out-of-range accessor returns.
+const (
+	Invalid Kind = iota
+	Null
+	Bool
+	Number
+	String
+	Array
+	Object
+)
+
+var kindNames = [...]string{"invalid", "null", "bool", "number", "string", "array", "object"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Value is a small, copyable handle to one value in a [Doc]. It is valid until the Doc's
+// next [Doc.Decode]; after that it reports [Invalid], so a stale handle fails closed.
+// Accessors never panic: asked for something the value does not have (an index past the
+// end, the members of an array), they return zero results and the Invalid value.
+type Value struct {
+	d   *Doc
+	i   int32
+	gen uint32
+}
+
+func (v Value) node() *node {
+	if v.d == nil || v.gen != v.d.gen || int(v.i) >= len(v.d.nodes) {
+		return nil
+	}
+	return &v.d.nodes[v.i]
+}
+
+// Kind returns the value's JSON type.
+func (v Value) Kind() Kind {
+	if n := v.node(); n != nil {
+		return n.kind
+	}
+	return Invalid
+}
+
+// Str returns a string value's text, unescaped; "" for any other kind.
+func (v Value) Str() string {
+	if n := v.node(); n != nil && n.kind == String {
+		return v.d.text(v.i)
+	}
+	return ""
+}
+
+// Raw returns the value's exact source text, such as `-1.50e+3`, `true` or `"a\nb"`; for
+// a number it is the only representation kept.
+func (v Value) Raw() string {
+	if n := v.node(); n != nil {
+		return v.d.src[n.start:n.end]
+	}
+	return ""
+}
+
+// Len returns the number of elements of an array or members of an object; 0 otherwise.
+func (v Value) Len() int {
+	if n := v.node(); n != nil && (n.kind == Array || n.kind == Object) {
+		return int(n.b)
+	}
+	return 0
+}
+
+// Index returns element i of an array.
+func (v Value) Index(i int) Value {
+	n := v.node()
+	if n == nil || n.kind != Array || i < 0 || i >= int(n.b) {
+		return Value{}
+	}
+	return v.at(v.d.kids[int(n.a)+i])
+}
+
+// Member returns member i of an object, in document order.
+func (v Value) Member(i int) (key string, val Value) {
+	n := v.node()
+	if n == nil || n.kind != Object || i < 0 || i >= int(n.b) {
+		return "", Value{}
+	}
+	k := int(n.a) + 2*i
+	return v.d.text(v.d.kids[k]), v.at(v.d.kids[k+1])
+}
+
+// Lookup returns the member of an object with the given (unescaped) key. Keys are unique,
+// since [Doc.Decode] rejects duplicates.
+func (v Value) Lookup(key string) (Value, bool) {
+	n := v.node()
+	if n == nil || n.kind != Object {
+		return Value{}, false
+	}
+	kids := v.d.kids[n.a : n.a+2*n.b]
+	for k := 0; k < len(kids); k += 2 {
+		if v.d.text(kids[k]) == key {
+			return v.at(kids[k+1]), true
+		}
+	}
+	return Value{}, false
+}
+
+func (v Value) at(i int32) Value { return Value{d: v.d, i: i, gen: v.gen} }

@@ -1,0 +1,130 @@
+package args
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func mustDecode(t testing.TB, in string) *Doc {
+	t.Helper()
+	d := new(Doc)
+	if err := d.Decode([]byte(in), nil); err != nil {
+		t.Fatalf("Decode(%q): %v", in, err)
+	}
+	return d
+}
+
+func TestValueAccessors(t *testing.T) {
+	d := mustDecode(t, `{"s":"a\nb","n":-1.50e+3,"t":true,"f":false,"z":null,"a":[10,"x",[]],"o":{"k":"v"}}`)
+	root := d.Root()
+
+	type view struct {
+		Kind Kind
+		Str  string
+		Raw  string
+		Len  int
+	}
+	get := func(key string) view {
+		v, ok := root.Lookup(key)
+		if !ok {
+			t.Fatalf("Lookup(%q) found nothing", key)
+		}
+		return view{v.Kind(), v.Str(), v.Raw(), v.Len()}
+	}
+	tests := []struct {
+		key  string
+		want view
+	}{
+		{"s", view{String, "a\nb", `"a\nb"`, 0}},
+		{"n", view{Number, "", `-1.50e+3`, 0}},
+		{"t", view{Bool, "", `true`, 0}},
+		{"f", view{Bool, "", `false`, 0}},
+		{"z", view{Null, "", `null`, 0}},
+		{"a", view{Array, "", `[10,"x",[]]`, 3}},
+		{"o", view{Object, "", `{"k":"v"}`, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, get(tt.key)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	if got, want := root.Len(), 7; got != want {
+		t.Errorf("root Len() = %d, want %d", got, want)
+	}
+	var keys []string
+	for i := range root.Len() {
+		k, _ := root.Member(i)
+		keys = append(keys, k)
+	}
+	if diff := cmp.Diff([]string{"s", "n", "t", "f", "z", "a", "o"}, keys); diff != "" {
+		t.Errorf("members not in document order (-want +got):\n%s", diff)
+	}
+	a, _ := root.Lookup("a")
+	if got := a.Index(1).Str(); got != "x" {
+		t.Errorf(`a.Index(1).Str() = %q, want "x"`, got)
+	}
+	if _, ok := root.Lookup("missing"); ok {
+		t.Error(`Lookup("missing") reported a member`)
+	}
+}
+
+// TestValueMisuse checks that out-of-range and wrong-kind accessors return the Invalid
+// value or zero results instead of panicking, so a caller's mistake fails closed.
+func TestValueMisuse(t *testing.T) {
+	d := mustDecode(t, `{"a":[1],"s":"x"}`)
+	root := d.Root()
+	a, _ := root.Lookup("a")
+	s, _ := root.Lookup("s")
+	var zero Value
+
+	tests := []struct {
+		name string
+		got  Value
+	}{
+		{"index past end", a.Index(1)},
+		{"negative index", a.Index(-1)},
+		{"index into object", root.Index(0)},
+		{"index into string", s.Index(0)},
+		{"index into zero value", zero.Index(0)},
+		{"member past end", member(root, 2)},
+		{"negative member", member(root, -1)},
+		{"member of array", member(a, 0)},
+		{"member of zero value", member(zero, 0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if k := tt.got.Kind(); k != Invalid {
+				t.Errorf("Kind() = %v, want Invalid", k)
+			}
+			if tt.got.Str() != "" || tt.got.Raw() != "" || tt.got.Len() != 0 {
+				t.Errorf("invalid value has Str %q, Raw %q, Len %d; want zero results", tt.got.Str(), tt.got.Raw(), tt.got.Len())
+			}
+		})
+	}
+	if _, ok := a.Lookup("0"); ok {
+		t.Error("Lookup on an array found a member")
+	}
+	if _, ok := zero.Lookup("a"); ok {
+		t.Error("Lookup on the zero Value found a member")
+	}
+	if k, _ := a.Member(0); k != "" {
+		t.Errorf("Member on an array returned key %q", k)
+	}
+}
+
+func member(v Value, i int) Value {
+	_, e := v.Member(i)
+	return e
+}
+
+func TestKindString(t *testing.T) {
+	got := []string{Invalid.String(), Null.String(), Bool.String(), Number.String(), String.String(), Array.String(), Object.String(), Kind(200).String()}
+	want := []string{"invalid", "null", "bool", "number", "string", "array", "object", "Kind(200)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
