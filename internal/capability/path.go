@@ -11,13 +11,31 @@ import (
 )
 
 // maxPathLen is the longest path argument accepted, in bytes: Linux's
-// PATH_MAX. A longer one cannot reach the kernel in one piece, so it can
-// only be something a server rewrites first, in a way we cannot know.
+// PATH_MAX (which counts the terminating NUL, so the kernel takes one byte
+// less). A longer path cannot reach the kernel in one piece, so it can only
+// be something a server rewrites first, in a way we cannot know.
 const maxPathLen = 4096
 
 // maxSymlinks is how many symbolic links one resolution may follow before
 // it is a loop: Linux's MAXSYMLINKS.
 const maxSymlinks = 40
+
+// processDirs are where Linux shows processes as files. What a path under
+// them names depends on the process that opens it (/proc/self, /dev/fd/0),
+// and some of their links reach any file (/proc/self/root/home/a/.ssh), so
+// the server and aegis would read such a path differently.
+var processDirs = [...]string{"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"}
+
+// underProcess returns the process directory that the clean absolute path p
+// is in or under, or "".
+func underProcess(p string) string {
+	for _, dir := range processDirs {
+		if PathUnder(p, dir) {
+			return dir
+		}
+	}
+	return ""
+}
 
 // PathOptions says how to canonicalise a path argument for one server. The
 // zero value canonicalises lexically with no home (so "~" fails closed).
@@ -69,6 +87,10 @@ type PathOptions struct {
 // when the argument has a ".." and the two readings reach different paths,
 // the error wraps [ErrAmbiguous].
 //
+// A path that is or resolves through /proc, /dev/fd or /dev/std{in,out,err}
+// is refused with [ErrAmbiguous]: what it names depends on the process that
+// opens it (the server, not aegis), and /proc/self/root reaches every file.
+//
 // The result names the object that opening the path reaches. An operation
 // that acts on a final link itself (unlink, rename, lstat) acts on the link,
 // in the directory of the unresolved path; a binding that derives fs.write
@@ -82,7 +104,11 @@ func CanonPath(raw string, o *PathOptions) (string, error) {
 		return "", err
 	}
 	if o.Readlink == nil {
-		return lengthOK(raw, path.Clean(p))
+		p = path.Clean(p)
+		if dir := underProcess(p); dir != "" {
+			return "", fmt.Errorf("path %q is under %s, which is %w: it names the process that opens it", raw, dir, ErrAmbiguous)
+		}
+		return lengthOK(raw, p)
 	}
 	phys, err := resolve(p, o.Readlink)
 	if err != nil {
@@ -186,6 +212,9 @@ func resolve(p string, readlink func(string) (string, error)) (string, error) {
 			dest = next
 			continue
 		}
+		if dir := underProcess(next); dir != "" {
+			return "", fmt.Errorf("resolves through %s, which is %w: it names the process that opens it", dir, ErrAmbiguous)
+		}
 		target, err := readlink(next)
 		switch {
 		case err == nil:
@@ -213,6 +242,9 @@ func resolve(p string, readlink func(string) (string, error)) (string, error) {
 			dest = "/"
 		}
 		rest = target + "/" + rest
+	}
+	if dir := underProcess(dest); dir != "" { // climbed there lexically, past a missing component
+		return "", fmt.Errorf("resolves to %s under %s, which is %w: it names the process that opens it", dest, dir, ErrAmbiguous)
 	}
 	return dest, nil
 }

@@ -90,12 +90,33 @@ func TestCanonPathLexical(t *testing.T) {
 		{name: "invalid UTF-8", raw: "/tmp/\xff", wantErr: "UTF-8"},
 		{name: "overlong UTF-8 slash", raw: "/tmp/\xc0\xaf..\xc0\xaf.ssh", wantErr: "UTF-8"},
 		{name: "too long", raw: long, wantErr: "long"},
+		// /proc names the opening process: it means something else to the
+		// server than to us, and its root link reaches every file.
+		{name: "proc self root", raw: "/proc/self/root/home/a/.ssh/id_rsa", wantErr: "/proc"},
+		{name: "proc self cwd", raw: "/proc/self/cwd/.ssh/id_rsa", wantErr: "/proc"},
+		{name: "proc pid root", raw: "/proc/1/root/etc/shadow", wantErr: "/proc"},
+		{name: "proc environ", raw: "/proc/self/environ", wantErr: "/proc"},
+		{name: "proc itself", raw: "/proc", wantErr: "/proc"},
+		{name: "proc unclean", raw: "//proc/./self/../1/root", wantErr: "/proc"},
+		{name: "dev fd", raw: "/dev/fd/3", wantErr: "/dev/fd"},
+		{name: "dev stdout", raw: "/dev/stdout", wantErr: "/dev/stdout"},
+		{name: "dev stdin", raw: "/dev/stdin", wantErr: "/dev/stdin"},
+		{name: "dev stderr", raw: "/dev/stderr", wantErr: "/dev/stderr"},
+		{name: "proc prefix is not proc", raw: "/procx/self", want: "/procx/self"},
+		{name: "dev fd prefix is not dev fd", raw: "/dev/fdx", want: "/dev/fdx"},
+		{name: "dev null", raw: "/dev/null", want: "/dev/null"},
+		{name: "leaving proc lexically", raw: "/proc/../etc/passwd", want: "/etc/passwd"},
 		{name: "too long even if it cleans short", raw: "/" + strings.Repeat("/", maxPathLen), wantErr: "long"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := CanonPath(tt.raw, tt.opts)
 			checkPathResult(t, tt.raw, got, err, tt.want, tt.wantErr)
+			if (strings.HasPrefix(tt.name, "proc ") || strings.HasPrefix(tt.name, "dev ")) && tt.wantErr != "" {
+				if !errors.Is(err, ErrAmbiguous) {
+					t.Errorf("CanonPath(%q) error %v does not wrap ErrAmbiguous", tt.raw, err)
+				}
+			}
 		})
 	}
 }
@@ -203,11 +224,19 @@ func linkWorld() *linkFS {
 		"/home/a/tmplink":        "/tmp",
 		"/h":                     "/home/a",
 		"/usr/home":              "/home",
+		"/srv/allowed/cwd":       "/proc/self/cwd",
+		"/srv/allowed/climb":     "nope/../../../proc/self/root/etc/shadow",
+		"/srv/allowed/fd":        "/dev/fd/3",
+		"/proc/self":             "4242",
+		"/proc/4242/cwd":         "/home/a/projects",
+		"/proc/4242/root":        "/",
+		"/dev/fd":                "/proc/self/fd",
+		"/dev/stdout":            "/proc/self/fd/1",
 	}
 	return newLinkFS(links,
 		"/home/a/.ssh/id_rsa", "/home/a/.ssh/authorized_keys",
 		"/home/a/projects/app/", "/srv/allowed/real/", "/srv/allowed/sub/", "/srv/secret/",
-		"/etc/passwd", "/tmp/", "/usr/",
+		"/etc/passwd", "/tmp/", "/usr/", "/proc/4242/", "/proc/cpuinfo", "/dev/null",
 	)
 }
 
@@ -270,6 +299,18 @@ func TestCanonPathSymlinks(t *testing.T) {
 		{name: "dotdot after link and missing", raw: "/srv/allowed/keys/nope/../../x", ambig: true, wantErr: "ambiguous"},
 		{name: "dotdot after missing agrees", raw: "/srv/allowed/nope/../real", want: "/srv/allowed/real"},
 
+		// Through /proc, the result would name aegis's process, not the
+		// server's: refused however the walk gets there.
+		{name: "proc self cwd", raw: "/proc/self/cwd/.ssh/id_rsa", ambig: true, wantErr: "/proc"},
+		{name: "proc self root", raw: "/proc/self/root/home/a/.ssh", ambig: true, wantErr: "/proc"},
+		{name: "proc file", raw: "/proc/cpuinfo", ambig: true, wantErr: "/proc"},
+		{name: "link into proc", raw: "/srv/allowed/cwd/x", ambig: true, wantErr: "/proc"},
+		{name: "link into dev fd", raw: "/srv/allowed/fd", ambig: true, wantErr: "/dev/fd"},
+		{name: "dev stdout link", raw: "/dev/stdout", ambig: true, wantErr: "/dev/stdout"},
+		{name: "dotdot from missing into proc", raw: "/srv/allowed/nope/../../../proc/self/root/home/a/.ssh", ambig: true, wantErr: "/proc"},
+		{name: "link climbing from missing into proc", raw: "/srv/allowed/climb", ambig: true, wantErr: "/proc"},
+		{name: "dev null", raw: "/dev/null", want: "/dev/null"},
+
 		// Fail closed.
 		{name: "loop of two", raw: "/srv/allowed/loop1/x", wantErr: "too many symbolic links"},
 		{name: "self loop", raw: "/srv/allowed/self", wantErr: "too many symbolic links"},
@@ -303,7 +344,7 @@ func TestCanonPathSymlinks(t *testing.T) {
 				t.Fatalf("CanonPath(%q) error %v wraps ErrAmbiguous, want it not to", tt.raw, err)
 			}
 			checkPathResult(t, tt.raw, got, err, tt.want, tt.wantErr)
-			if f.calls == 0 {
+			if f.calls == 0 && !strings.HasPrefix(tt.raw, "/proc/") {
 				t.Errorf("CanonPath(%q) never called Readlink", tt.raw)
 			}
 			if err == nil {
@@ -478,6 +519,7 @@ func FuzzCanonPath(f *testing.F) {
 		"../x", "a\x00b", "/a\x00", "file:///etc/passwd", "FILE:/etc/passwd", "file:etc", `\\server\share`,
 		`/home/a/.ssh\id_rsa`, "/srv/allowed/keys/id_rsa", "/srv/allowed/proj/../.ssh", "/srv/allowed/loop1",
 		"/srv/allowed/dangling", "/srv/allowed/dangdeep/x/../y", "/srv/allowed/dot/../../h/.ssh", "/\xff",
+		"/proc/self/root/etc/passwd", "/srv/allowed/climb", "/srv/allowed/cwd/x", "/dev/stdout",
 	} {
 		f.Add(s)
 	}
@@ -497,6 +539,9 @@ func FuzzCanonPath(f *testing.F) {
 			}
 			if len(got) > maxPathLen || strings.IndexByte(got, 0) >= 0 {
 				t.Fatalf("CanonPath(%q) = %q: too long or NUL", raw, got)
+			}
+			if dir := underProcess(got); dir != "" {
+				t.Fatalf("CanonPath(%q) = %q, under %s", raw, got, dir)
 			}
 			again, err := CanonPath(got, opts)
 			if err != nil || again != got {
