@@ -15,13 +15,42 @@ import (
 // MAX_ARG_STRLEN less its terminating NUL.
 const maxCommandLen = 128<<10 - 1
 
-// codeBuiltins are the shell builtins whose arguments the shell itself runs
-// as code (eval, source, trap) or that reach such builtins or load code into
-// the shell (command, builtin, enable, fc). No program is executed that a
-// policy could name: such a line is as powerful as arbitrary shell.
+// codeBuiltins are the bash builtins that can run shell code given as a
+// literal argument: directly (eval, source, trap), by reaching other
+// builtins (command, builtin), by loading it (enable -f), through callbacks
+// and word lists (mapfile -C, compgen -W), or by evaluating an array
+// subscript in a variable name, which runs $(...) even from a single-quoted
+// word: 'declare' 'a[$(id)]=1' (the parser reads a quoted keyword as a plain
+// command, bash still runs the builtin). A simple command running one is
+// Shell. TestParseCommandBuiltinsRunCode asks bash which builtins do this.
 var codeBuiltins = map[string]bool{
-	"eval": true, ".": true, "source": true, "trap": true,
-	"command": true, "builtin": true, "enable": true, "fc": true,
+	"eval": true, ".": true, "source": true, "trap": true, "command": true, "builtin": true,
+	"enable": true, "fc": true, "compgen": true, "complete": true, "compopt": true, "bind": true,
+	"mapfile": true, "readarray": true, "declare": true, "typeset": true, "local": true,
+	"export": true, "readonly": true, "let": true,
+}
+
+// nameBuiltins are the bash builtins that evaluate an array subscript in a
+// variable-name argument (printf -v, read, test -v, [ -v, wait -p, unset): a
+// simple command running one with a "[" in any argument is Shell.
+var nameBuiltins = map[string]bool{
+	"printf": true, "read": true, "test": true, "[": true, "wait": true, "unset": true, "getopts": true,
+}
+
+// runsShellCode reports whether the builtin argv[0] could run code from its
+// literal arguments.
+func runsShellCode(argv []string) bool {
+	if codeBuiltins[argv[0]] {
+		return true
+	}
+	if nameBuiltins[argv[0]] {
+		for _, a := range argv[1:] {
+			if strings.IndexByte(a, '[') >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ParseCommand derives the exec capability of a command-line string
@@ -38,8 +67,12 @@ var codeBuiltins = map[string]bool{
 // more than one command, "$" or "`" even where a shell would keep it
 // literally, control characters outside quotes — gives Shell: true with
 // Command set to the line and Program/Argv empty. So does a simple command
-// whose program is a builtin that runs its arguments as shell code (eval,
-// source, ".", trap, command, builtin, enable, fc). Where the parser and a
+// running a bash builtin that can run code from its literal arguments: eval,
+// source, ".", trap, command, builtin, the declaration builtins (even when
+// quoted, 'declare', which the parser takes for a plain command), mapfile,
+// compgen and the like always; printf, read, test, "[", wait, unset and
+// getopts when an argument has a "[" (an array subscript, which bash
+// evaluates: printf -v 'a[$(id)]' x runs id). Where the parser and a
 // second, independent reading of the line disagree on the words, the line
 // is Shell too.
 //
@@ -87,7 +120,7 @@ func ParseCommand(line string) (Capability, error) {
 	if words[0] == "" {
 		return Capability{}, errors.New("command line has an empty program")
 	}
-	if codeBuiltins[words[0]] {
+	if runsShellCode(words) {
 		return shell, nil
 	}
 	return Capability{Kind: Exec, Program: words[0], Argv: words}, nil

@@ -2,12 +2,14 @@ package capability
 
 import (
 	"bytes"
+	"context"
 	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -57,6 +59,11 @@ var commandTests = []struct {
 	{name: "unicode", line: "echo héllo 'wörld' \"日本\"", argv: []string{"echo", "héllo", "wörld", "日本"}},
 	{name: "path program", line: "/usr/bin/env -i ./x", argv: []string{"/usr/bin/env", "-i", "./x"}},
 	{name: "one word", line: "x", argv: []string{"x"}},
+	{name: "printf without brackets", line: "printf '%s\\n' x", argv: []string{"printf", `%s\n`, "x"}},
+	{name: "test", line: "test -f /etc/passwd", argv: []string{"test", "-f", "/etc/passwd"}},
+	{name: "quoted bracket test", line: "'[' -f x ']'", argv: []string{"[", "-f", "x", "]"}},
+	{name: "read", line: "read -r x", argv: []string{"read", "-r", "x"}},
+	{name: "external printf", line: "/usr/bin/printf -v 'a[x]' y", argv: []string{"/usr/bin/printf", "-v", "a[x]", "y"}},
 	{name: "exec is a program", line: "exec rm -rf /", argv: []string{"exec", "rm", "-rf", "/"}},
 	{name: "longest line", line: "echo " + strings.Repeat("a", maxCommandLen-5), argv: []string{"echo", strings.Repeat("a", maxCommandLen-5)}},
 
@@ -127,6 +134,21 @@ var commandTests = []struct {
 	{name: "source", line: "source ./x", shell: true},
 	{name: "dot", line: ". ./x", shell: true},
 	{name: "trap", line: "trap 'rm -rf /' EXIT", shell: true},
+	{name: "quoted eval", line: "'eval' x", shell: true},
+	{name: "quoted declare", line: "'declare' 'a[$(id)]=1'", shell: true},
+	{name: "escaped let", line: "\\let x", shell: true},
+	{name: "local", line: "local x", shell: true},
+	{name: "mapfile callback", line: "mapfile -C 'id' -c 1", shell: true},
+	{name: "compgen word list", line: "compgen -W '$(id)'", shell: true},
+	{name: "command builtin", line: "command -v git", shell: true},
+	{name: "printf -v subscript", line: "printf -v 'a[$(id)]' x", shell: true},
+	{name: "read subscript", line: "read 'a[$(id)]'", shell: true},
+	{name: "test -v subscript", line: "test -v 'a[$(id)]'", shell: true},
+	{name: "bracket test (unquoted [ is a glob character)", line: "[ -f x ]", shell: true},
+	{name: "bracket -v subscript", line: "'[' -v 'a[$(id)]' ']'", shell: true},
+	{name: "wait -p subscript", line: "wait -p 'a[$(id)]'", shell: true},
+	{name: "unset subscript", line: "unset 'a[$(id)]'", shell: true},
+	{name: "printf with a bracket", line: "printf '[%s]' x", shell: true},
 	{name: "carriage return", line: "ls\r", shell: true},
 	{name: "escaped carriage return before newline", line: "echo x\\\r\n", shell: true},
 	{name: "vertical tab", line: "ls\v-l", shell: true},
@@ -235,6 +257,62 @@ func shellArgv(bin, line string) ([]string, error) {
 		return nil, err
 	}
 	return strings.Split(string(bytes.TrimSuffix(out, []byte{0})), "\x00"), nil
+}
+
+// TestParseCommandBuiltinsRunCode asks bash which of its builtins run shell
+// code given as a literal, single-quoted argument — through eval, callbacks,
+// or array subscripts in variable names ('a[$(id)]') — and checks that
+// ParseCommand calls every such line Shell.
+func TestParseCommandBuiltinsRunCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs bash about a thousand times")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not found")
+	}
+	out, err := exec.Command(bash, "-c", "compgen -b").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mark := dir + "/ran"
+	probe := `'a[$(touch ` + mark + `)]'`
+	code := `'touch ` + mark + `'`
+	templates := []string{
+		"B P", "B -v P", "B -p P", "B -a P", "B -r P", "B -n P", "B -R P", "B x P", "B ! -v P", "B x -a -v P",
+		"B P=1", "B -W C", "B -C C -c 1", "B -F C x", "B C", "B -v P x ]", "B -n -p P",
+	}
+	var ran int
+	for _, b := range strings.Fields(string(out)) {
+		switch b {
+		case "suspend", "kill", "exec", "exit", "logout":
+			continue // they would stop, signal or end the shell rather than run the probe
+		}
+		for _, tmpl := range templates {
+			line := strings.NewReplacer("B", b, "P", probe, "C", code).Replace(tmpl)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			cmd := exec.CommandContext(ctx, bash, "-c", line)
+			cmd.Dir = dir
+			cmd.Stdin = strings.NewReader("x\ny\n")
+			_ = cmd.Run() // most lines are usage errors; only the mark matters
+			cancel()
+			if _, err := os.Stat(mark); err != nil {
+				continue
+			}
+			ran++
+			if err := os.Remove(mark); err != nil {
+				t.Fatal(err)
+			}
+			if c, err := ParseCommand(line); err == nil && !c.Shell { // an error fails closed too
+				t.Errorf("bash ran code from %q, but ParseCommand says simple: %q", line, c.Argv)
+			}
+		}
+	}
+	if ran == 0 {
+		t.Fatal("bash ran no probe at all: the test is broken")
+	}
+	t.Logf("%d lines ran code", ran)
 }
 
 func TestFromArgv(t *testing.T) {
