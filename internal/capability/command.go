@@ -77,9 +77,9 @@ func runsShellCode(argv []string) bool {
 // is Shell too.
 //
 // Empty or blank lines, NUL bytes, invalid UTF-8, lines longer than sh -c
-// accepts (131071 bytes), lines
-// that do not parse (an unterminated quote, a here-document without its
-// end) and simple commands with an empty program are errors.
+// accepts (131071 bytes), lines that do not parse (an unterminated quote, a
+// here-document without its end) and simple commands with an empty program
+// are errors.
 //
 // A simple command is only as harmless as its program: "bash -c 'rm -rf /'"
 // is simple, with Program "bash", and so are "env rm x", "sudo rm x",
