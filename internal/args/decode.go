@@ -22,6 +22,7 @@ type Doc struct {
 	kids   []int32 // children of containers: elements, or key and value pairs
 	stack  []int32 // children of the containers still open
 	frames []frame // containers still open, innermost last
+	objs   []int32 // objects with two members or more, for the duplicate key check
 	gen    uint32  // bumped by each Decode, so older Values go stale
 }
 
@@ -89,6 +90,7 @@ func (d *Doc) reset() {
 	d.kids = d.kids[:0]
 	d.stack = d.stack[:0]
 	d.frames = d.frames[:0]
+	d.objs = d.objs[:0]
 }
 
 // parse is an explicit-stack parser: nesting costs a frame in d.frames, never a Go stack
@@ -267,6 +269,9 @@ func (d *Doc) close(end int) {
 	n.b = int32(len(children))
 	if n.kind == Object {
 		n.b /= 2
+		if n.b >= 2 {
+			d.objs = append(d.objs, f.node)
+		}
 	}
 	d.kids = append(d.kids, children...)
 	d.stack = d.stack[:f.base]
@@ -278,12 +283,8 @@ func (d *Doc) finish() error {
 	if len(d.buf) > 0 {
 		d.esc = string(d.buf)
 	}
-	for i := range d.nodes {
-		n := &d.nodes[i]
-		if n.kind != Object || n.b < 2 {
-			continue
-		}
-		if err := d.checkKeys(n); err != nil {
+	for _, o := range d.objs {
+		if err := d.checkKeys(&d.nodes[o]); err != nil {
 			return err
 		}
 	}
@@ -342,6 +343,9 @@ func (d *Doc) text(idx int32) string {
 }
 
 func skipSpace(s string, i int) int {
+	if i < len(s) && s[i] > ' ' {
+		return i // the common case: no whitespace at all
+	}
 	for i < len(s) {
 		switch s[i] {
 		case ' ', '\t', '\n', '\r':
@@ -406,17 +410,38 @@ var plain = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
+// load64 returns s[i:i+8] as a little-endian word.
+func load64(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// special reports whether some byte of x is not [plain]: a control character, '"',
+// '\\' or a non-ASCII byte. No subtraction borrows below the lowest such byte, so its
+// high bit is set exactly; bytes above it may be flagged falsely, which cannot matter
+// since the result is only whether any byte is special.
+func special(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	return (x|(x-lo*0x20)|((x^(lo*'"'))-lo)|((x^(lo*'\\'))-lo))&hi != 0
+}
+
 // scanString reads the string whose opening quote is s[i]. Its text is s[a:b] or, when
 // esc, d.buf[a:b]; end is the offset after the closing quote.
 func (d *Doc) scanString(s string, i, max int) (a, b int, esc bool, end int, err error) {
 	j := i + 1
 	for j < len(s) {
+		for j+8 <= len(s) && !special(load64(s, j)) {
+			j += 8
+		}
+		for j < len(s) && s[j] < utf8.RuneSelf && plain[s[j]] {
+			j++
+		}
+		if j >= len(s) {
+			break
+		}
 		c := s[j]
 		if c < utf8.RuneSelf {
-			if plain[c] {
-				j++
-				continue
-			}
 			switch c {
 			case '"':
 				if j-(i+1) > max {
@@ -463,6 +488,9 @@ func (d *Doc) unescape(s string, i, j, max int) (a, b int, esc bool, end int, er
 			return 0, 0, false, 0, syntaxError(j, "control character "+describe(c)+" in string; want it escaped")
 		case c < utf8.RuneSelf:
 			k := j + 1
+			for k+8 <= len(s) && !special(load64(s, k)) {
+				k += 8
+			}
 			for k < len(s) && s[k] < utf8.RuneSelf && plain[s[k]] {
 				k++
 			}

@@ -3,9 +3,11 @@ package args
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -394,5 +396,38 @@ func TestZeroDoc(t *testing.T) {
 	var d Doc
 	if got := d.Root().Kind(); got != Invalid {
 		t.Errorf("zero Doc Root().Kind() = %v, want Invalid", got)
+	}
+}
+
+// TestSpecial checks the word-at-a-time test against the byte table: exhaustively for
+// one odd byte in each position, and on random words.
+func TestSpecial(t *testing.T) {
+	naive := func(x uint64) bool {
+		for k := 0; k < 8; k++ {
+			c := byte(x >> (8 * k))
+			if c >= utf8.RuneSelf || !plain[c] {
+				return true
+			}
+		}
+		return false
+	}
+	const filler = 0x6161616161616161 // "aaaaaaaa"
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			x := filler&^(0xff<<(8*pos)) | uint64(c)<<(8*pos)
+			if got, want := special(x), naive(x); got != want {
+				t.Errorf("special(%#016x) = %v, want %v", x, got, want)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		x := r.Uint64()
+		if r.IntN(2) == 0 {
+			x &= 0x7f7f7f7f7f7f7f7f // mostly ASCII, so the plain case is exercised
+		}
+		if got, want := special(x), naive(x); got != want {
+			t.Fatalf("special(%#016x) = %v, want %v", x, got, want)
+		}
 	}
 }
