@@ -1,0 +1,394 @@
+package capability
+
+import (
+	"encoding/json"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func conn(scheme, host string, port uint16, addr string, cls Class, url string) Capability {
+	c := Capability{Kind: NetConnect, Scheme: scheme, Host: host, Port: port, Classes: cls, URL: url}
+	if addr != "" {
+		c.Addr = netip.MustParseAddr(addr)
+	}
+	return c
+}
+
+func read(path string) Capability { return Capability{Kind: FSRead, Path: path} }
+
+func TestFromURL(t *testing.T) {
+	const lo = "127.0.0.1"
+	loop := func(url string) Capability { return conn("http", lo, 80, lo, Loopback, url) }
+	long := strings.Repeat("a", 300)
+	tests := []struct {
+		name    string
+		in      string
+		want    Capability
+		wantErr error
+	}{
+		// Every spelling of 127.0.0.1.
+		{"hex short", "http://0x7f.1/", loop("http://127.0.0.1/"), nil},
+		{"octal", "http://0177.0.0.1/", loop("http://127.0.0.1/"), nil},
+		{"decimal", "http://2130706433/", loop("http://127.0.0.1/"), nil},
+		{"short", "http://127.1/", loop("http://127.0.0.1/"), nil},
+		{"trailing dot", "http://127.0.0.1./", loop("http://127.0.0.1/"), nil},
+		{"hex whole", "http://0x7f000001/", loop("http://127.0.0.1/"), nil},
+		{"mixed", "http://0x7f.0.0x0.01/", loop("http://127.0.0.1/"), nil},
+		{"zero padded", "http://127.000.000.001/", loop("http://127.0.0.1/"), nil},
+		{"fullwidth digits", "http://１２７.０.０.１/", loop("http://127.0.0.1/"), nil},
+		{"ideographic full stops", "http://127。0。0。1/", loop("http://127.0.0.1/"), nil},
+		{"circled digits", "http://①②⑦.0.0.1/", loop("http://127.0.0.1/"), nil},
+		{"encoded non-ascii dot", "http://127.0.0.1%E3%80%82/", loop("http://127.0.0.1/"), nil},
+		{"mapped dotted", "http://[::ffff:127.0.0.1]/", loop("http://[::ffff:7f00:1]/"), nil},
+		{"mapped hex", "http://[::ffff:7f00:1]/", loop("http://[::ffff:7f00:1]/"), nil},
+		{"compatible", "http://[::127.0.0.1]/", conn("http", "::7f00:1", 80, "::7f00:1", Embedded|Loopback, "http://[::7f00:1]/"), nil},
+		{"nat64", "http://[64:ff9b::7f00:1]/", conn("http", "64:ff9b::7f00:1", 80, "64:ff9b::7f00:1", Embedded|Loopback, "http://[64:ff9b::7f00:1]/"), nil},
+		{"6to4", "http://[2002:7f00:1::]/", conn("http", "2002:7f00:1::", 80, "2002:7f00:1::", Embedded|Loopback, "http://[2002:7f00:1::]/"), nil},
+		{"teredo", "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", conn("http", "2001:0:4136:e378:8000:63bf:80ff:fffe", 80, "2001:0:4136:e378:8000:63bf:80ff:fffe", Embedded|Loopback, "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/"), nil},
+		{"v6 loopback port", "http://[::1]:80/", conn("http", "::1", 80, "::1", Loopback, "http://[::1]/"), nil},
+		{"v6 zone", "http://[fe80::1%25eth0]/", Capability{}, errAny},
+		{"v6 zone raw", "http://[fe80::1%eth0]/", Capability{}, errAny},
+		{"unspecified", "http://0/", conn("http", "0.0.0.0", 80, "0.0.0.0", Unspecified, "http://0.0.0.0/"), nil},
+		{"v6 unspecified", "http://[::]/", conn("http", "::", 80, "::", Unspecified, "http://[::]/"), nil},
+
+		// Metadata endpoints.
+		{"metadata v4", "http://169.254.169.254/latest/meta-data/", conn("http", "169.254.169.254", 80, "169.254.169.254", LinkLocal|Metadata, "http://169.254.169.254/latest/meta-data/"), nil},
+		{"metadata decimal", "http://2852039166/", conn("http", "169.254.169.254", 80, "169.254.169.254", LinkLocal|Metadata, "http://169.254.169.254/"), nil},
+		{"metadata nat64", "http://[64:ff9b::a9fe:a9fe]/", conn("http", "64:ff9b::a9fe:a9fe", 80, "64:ff9b::a9fe:a9fe", Embedded|LinkLocal|Metadata, "http://[64:ff9b::a9fe:a9fe]/"), nil},
+		{"metadata aws v6", "http://[fd00:ec2::254]/", conn("http", "fd00:ec2::254", 80, "fd00:ec2::254", Private|Metadata, "http://[fd00:ec2::254]/"), nil},
+		{"metadata name", "http://metadata.google.internal/computeMetadata/v1/", conn("http", "metadata.google.internal", 80, "", Metadata|InternalName, "http://metadata.google.internal/computeMetadata/v1/"), nil},
+		{"metadata name upper dot", "http://METADATA.google.internal./", conn("http", "metadata.google.internal", 80, "", Metadata|InternalName, "http://metadata.google.internal./"), nil},
+
+		// Names.
+		{"fullwidth letters", "http://ｅｘａｍｐｌｅ.com/", conn("http", "example.com", 80, "", Public, "http://example.com/"), nil},
+		{"upper scheme host default port", "HTTP://X.COM:80/", conn("http", "x.com", 80, "", Public, "http://x.com/"), nil},
+		{"port leading zeros", "https://x.com:0443/", conn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
+		{"empty port", "https://x.com:/", conn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
+		{"explicit port", "https://x.com:8443/a?b=c#frag", conn("https", "x.com", 8443, "", Public, "https://x.com:8443/a?b=c"), nil},
+		{"a-label", "http://xn--nxasmq6b.com", conn("http", "xn--nxasmq6b.com", 80, "", Public, "http://xn--nxasmq6b.com/"), nil},
+		{"u-label", "https://bücher.de/", conn("https", "xn--bcher-kva.de", 443, "", Public, "https://xn--bcher-kva.de/"), nil},
+		{"soft hyphen", "http://exam\u00adple.com/", conn("http", "example.com", 80, "", Public, "http://example.com/"), nil},
+		{"localhost trailing dot", "http://localhost./", conn("http", "localhost", 80, "", Loopback, "http://localhost./"), nil},
+		{"sub localhost", "http://a.localhost/", conn("http", "a.localhost", 80, "", Loopback, "http://a.localhost/"), nil},
+		{"single label", "http://intranet/", conn("http", "intranet", 80, "", InternalName, "http://intranet/"), nil},
+		{"ws", "ws://x.com/", conn("ws", "x.com", 80, "", Public, "ws://x.com/"), nil},
+		{"wss", "wss://x.com/", conn("wss", "x.com", 443, "", Public, "wss://x.com/"), nil},
+		{"ftp", "ftp://x.com/f", conn("ftp", "x.com", 21, "", Public, "ftp://x.com/f"), nil},
+		{"path normalised", "http://x.com/a/./b/../../c", conn("http", "x.com", 80, "", Public, "http://x.com/c"), nil},
+		{"path encoded", "http://x.com/a b/{c}", conn("http", "x.com", 80, "", Public, "http://x.com/a%20b/%7Bc%7D"), nil},
+		{"query kept fragment dropped", "http://x.com/?q=1 2#x", conn("http", "x.com", 80, "", Public, "http://x.com/?q=1%202"), nil},
+
+		// Userinfo never reaches the URL field.
+		{"userinfo", "http://user:pass@host/", conn("http", "host", 80, "", InternalName, "http://host/"), nil},
+		{"userinfo two at signs", "http://a@b@c/", conn("http", "c", 80, "", InternalName, "http://c/"), nil},
+		{"userinfo hides host", "https://x.com:443@evil.com/", conn("https", "evil.com", 443, "", Public, "https://evil.com/"), nil},
+		{"userinfo encoded at", "https://u:p%40ss@x.com/", conn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
+		{"userinfo semicolon", "http://x.com;@evil.com/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
+		{"fragment hides at", "http://evil.com#@127.0.0.1/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
+		{"query hides at", "http://x.com?@evil.com/", conn("http", "x.com", 80, "", Public, "http://x.com/?@evil.com/"), nil},
+
+		// Non-special schemes: the opaque host is canonicalised like a special one.
+		{"git", "git://github.com/a/b.git", conn("git", "github.com", 0, "", Public, "git://github.com/a/b.git"), nil},
+		{"redis hex loopback", "redis://0x7f.1:6379/0", conn("redis", lo, 6379, lo, Loopback, "redis://0x7f.1:6379/0"), nil},
+		{"non-special v6", "foo://[::1]:7/", conn("foo", "::1", 7, "::1", Loopback, "foo://[::1]:7/"), nil},
+
+		// Parsers disagree: ErrAmbiguous.
+		{"backslash before at", `http://example.com\@evil.com/`, Capability{}, ErrAmbiguous},
+		{"backslash in host", `http://evil.com\.example.com`, Capability{}, ErrAmbiguous},
+		{"double backslash in host", `http://evil.com\\.example.com`, Capability{}, ErrAmbiguous},
+		{"backslash after port", `http://127.0.0.1:80\@evil.com/`, Capability{}, ErrAmbiguous},
+		{"backslash authority", `http:\\evil.com\`, Capability{}, ErrAmbiguous},
+		{"leading space", "  http://x.com", Capability{}, ErrAmbiguous},
+		{"leading c0", "\x01http://x.com/", Capability{}, ErrAmbiguous},
+		{"trailing c0", "http://x.com/\x00", Capability{}, ErrAmbiguous},
+		{"tab in scheme", "ht\ttp://x.com", Capability{}, ErrAmbiguous},
+		{"newline in host", "http://x.com\n.evil", Capability{}, ErrAmbiguous},
+		{"tab splits ip", "http://127.0.0.1\tfoo.com/", Capability{}, ErrAmbiguous},
+		{"no slashes", "http:host", Capability{}, ErrAmbiguous},
+		{"one slash", "http:/host", Capability{}, ErrAmbiguous},
+		{"three slashes", "http:///x", Capability{}, ErrAmbiguous},
+		{"four slashes", "https:////evil.com/", Capability{}, ErrAmbiguous},
+		{"percent-encoded ip", "http://%31%32%37.0.0.1/", Capability{}, ErrAmbiguous},
+		{"percent-encoded name", "http://ex%41mple.com/", Capability{}, ErrAmbiguous},
+		{"percent-encoded dot", "http://x.com%2e/", Capability{}, ErrAmbiguous},
+		{"space in userinfo", "http://1.1.1.1 &@2.2.2.2# @3.3.3.3/", Capability{}, ErrAmbiguous},
+		{"bracket in userinfo", "http://[::1]@x.com/", Capability{}, ErrAmbiguous},
+		{"file backslash dotdot", `file:///a\..\..\etc\passwd`, Capability{}, ErrAmbiguous},
+		{"file no slashes", "file:etc/passwd", Capability{}, ErrAmbiguous},
+		{"file drive letter host", "file://C:/x", Capability{}, ErrAmbiguous},
+		{"bad path escape", "http://x.com/%zz", Capability{}, ErrAmbiguous},
+
+		// Errors.
+		{"no scheme", "//host", Capability{}, errAny},
+		{"relative", "/x", Capability{}, errAny},
+		{"empty", "", Capability{}, errAny},
+		{"port too big", "http://x.com:65536/", Capability{}, errAny},
+		{"port huge", "http://x.com:99999999999999999999/", Capability{}, errAny},
+		{"port zero", "http://x.com:0/", Capability{}, errAny},
+		{"port letters", "http://x.com:8o/", Capability{}, errAny},
+		{"two ports", "http://x.com:80:81/", Capability{}, errAny},
+		{"invalid punycode", "http://xn--zz.com/", Capability{}, errAny},
+		{"zero width joiner", "http://exa\u200dmple.com/", Capability{}, errAny},
+		{"ipv4 overflow", "http://0x100000000/", Capability{}, errAny},
+		{"five parts", "http://1.2.3.4.5/", Capability{}, errAny},
+		{"ends in number", "http://foo.0x7f/", Capability{}, errAny},
+		{"ends in decimal", "http://foo.1/", Capability{}, errAny},
+		{"long label", "http://" + long + ".com/", Capability{}, errAny},
+		{"empty label", "http://a..b/", Capability{}, errAny},
+		{"two trailing dots", "http://x.com../", Capability{}, errAny},
+		{"nul in host", "http://x.com%00/", Capability{}, errAny},
+		{"space in host", "http://ex ample.com/", Capability{}, errAny},
+		{"v6 unclosed", "http://[::1/", Capability{}, errAny},
+		{"v6 double brackets", "http://[[::1]]/", Capability{}, errAny},
+		{"empty host", "http://", Capability{}, errAny},
+		{"empty host with port", "http://:80/", Capability{}, errAny},
+		{"userinfo without host", "http://user@/", Capability{}, errAny},
+		{"data", "data:text/plain,hi", Capability{}, errAny},
+		{"javascript", "javascript:alert(1)", Capability{}, errAny},
+		{"mailto", "mailto:a@b.com", Capability{}, errAny},
+		{"blob", "blob:https://x.com/uuid", Capability{}, errAny},
+		{"non-special empty host", "foo:///x", Capability{}, errAny},
+		{"non-special no host", "foo:/x", Capability{}, errAny},
+		{"non-special bad opaque host", "foo://a%00b/", Capability{}, errAny},
+		{"invalid utf-8", "http://x.com/\xff", Capability{}, errAny},
+		{"too long", "http://x.com/" + strings.Repeat("a", maxURLLen), Capability{}, errAny},
+
+		// file: URLs name a path on the server.
+		{"file", "file:///etc/passwd", read("/etc/passwd"), nil},
+		{"file localhost", "file://localhost/etc/passwd", read("/etc/passwd"), nil},
+		{"file localhost upper", "file://LOCALHOST/etc/passwd", read("/etc/passwd"), nil},
+		{"file one slash", "file:/etc/passwd", read("/etc/passwd"), nil},
+		{"file dotdot", "file:///etc/../etc/passwd", read("/etc/passwd"), nil},
+		{"file encoded dotdot", "file:///etc/%2e%2E/root/x", read("/root/x"), nil},
+		{"file space", "file:///tmp/a%20b", read("/tmp/a b"), nil},
+		{"file utf-8", "file:///tmp/%C3%A9", read("/tmp/é"), nil},
+		{"file query fragment", "file:///etc/passwd?x#y", read("/etc/passwd"), nil},
+		{"file drive letter", "file:///C:/x", Capability{}, errAny},
+		{"file drive letter pipe", "file:///c|/x", Capability{}, errAny},
+		{"file drive letter popped", "file:///C::0/%2e%2e/x", Capability{}, errAny},
+		{"file drive letter later segment", "file:///x/C:/y", read("/x/C:/y"), nil},
+		{"file root", "file:///", read("/"), nil},
+		{"file remote host", "file://evil/share", Capability{}, errAny},
+		{"file ip host", "file://127.0.0.1/etc/passwd", Capability{}, errAny},
+		{"file unc backslashes", `file:\\evil\share`, Capability{}, errAny},
+		{"file encoded slash", "file:///etc%2Fpasswd", Capability{}, errAny},
+		{"file encoded dotdot slash", "file:///tmp/..%2F..%2Fetc/passwd", Capability{}, errAny},
+		{"file encoded backslash", "file:///tmp/a%5Cb", Capability{}, errAny},
+		{"file encoded nul", "file:///etc/passwd%00.png", Capability{}, errAny},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := FromURL(tt.in)
+			if !checkErr(t, err, tt.wantErr) {
+				return
+			}
+			if diff := cmp.Diff(tt.want, got, addrCmp); diff != "" {
+				t.Errorf("FromURL(%q) mismatch (-want +got):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+// TestFromURLErrorsHideSecrets checks that an error never repeats the
+// userinfo or the query of the URL: errors reach logs.
+func TestFromURLErrorsHideSecrets(t *testing.T) {
+	for _, in := range []string{
+		"http://user:hunter2@x.com:99999/?token=hunter2",
+		"http://user:hunter2@x.com\\@evil.com/?token=hunter2",
+		"http://user:hunter2@xn--zz.com/?token=hunter2",
+		"http://user:hunter2@x.com/%zz?token=hunter2",
+	} {
+		_, err := FromURL(in)
+		if err == nil {
+			t.Fatalf("FromURL(%q): no error", in)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("FromURL(%q) error leaks a secret: %v", in, err)
+		}
+	}
+}
+
+// TestParseWHATWG pins what the WHATWG parser (a runtime such as Node) makes
+// of inputs that FromURL refuses as ambiguous, so the refusal is known to be
+// a real disagreement.
+func TestParseWHATWG(t *testing.T) {
+	tests := []struct {
+		in, wantHost, wantURL string
+	}{
+		{`http://example.com\@evil.com/`, "example.com", "http://example.com/@evil.com/"},
+		{`http://evil.com\.example.com`, "evil.com", "http://evil.com/.example.com"},
+		{"  http://x.com", "x.com", "http://x.com/"},
+		{"\x01http://x.com/\x00", "x.com", "http://x.com/"},
+		{"ht\ttp://x.com", "x.com", "http://x.com/"},
+		{"http://x.com\n.evil", "x.com.evil", "http://x.com.evil/"},
+		{"http:host", "host", "http://host/"},
+		{"http:/host", "host", "http://host/"},
+		{"http:///x", "x", "http://x/"},
+		{`http:\\evil.com\`, "evil.com", "http://evil.com/"},
+		{"http://%31%32%37.0.0.1/", "127.0.0.1", "http://127.0.0.1/"},
+		{"http://[::ffff:127.0.0.1]/", "[::ffff:7f00:1]", "http://[::ffff:7f00:1]/"},
+		{"http://user:pass@host:8080/p?q#f", "host", "http://host:8080/p?q"},
+		{"file:etc/passwd", "", "file:///etc/passwd"},
+		{"file://localhost/etc/passwd", "", "file:///etc/passwd"},
+		{"file://C:/x", "", "file:///C:/x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			u, err := parseURL(tt.in)
+			if err != nil {
+				t.Fatalf("parseURL(%q): %v", tt.in, err)
+			}
+			if u.host.text != tt.wantHost || u.url() != tt.wantURL {
+				t.Errorf("parseURL(%q) host %q url %q; want %q %q", tt.in, u.host.text, u.url(), tt.wantHost, tt.wantURL)
+			}
+		})
+	}
+}
+
+// wptDeviations are web-platform-tests cases where the expected output
+// differs from the URL Standard the parser follows.
+var wptDeviations = map[string]string{
+	"foo://host/ !\"$%&'()*+,-./:;<=>@[\\]^_`{|}~": "the current standard adds ^ to the path percent-encode set; the test data predates it",
+	"wss://host/ !\"$%&'()*+,-./:;<=>@[\\]^_`{|}~": "the current standard adds ^ to the path percent-encode set; the test data predates it",
+}
+
+// TestParseWHATWGConformance runs the web-platform-tests URL cases without a
+// base URL (copied from wpt/url/resources/urltestdata.json, BSD-3-Clause).
+func TestParseWHATWGConformance(t *testing.T) {
+	data, err := os.ReadFile("testdata/url_wpt_urltestdata.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Input    string
+		Failure  bool
+		Href     string
+		Protocol string
+		Username string
+		Password string
+		Hostname string
+		Port     string
+		Pathname string
+		Search   string
+		Hash     string
+	}
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 400 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+	for i, c := range cases {
+		if why, ok := wptDeviations[c.Input]; ok {
+			t.Logf("case %d %q skipped: %s", i, c.Input, why)
+			continue
+		}
+		u, err := parseURL(c.Input)
+		if c.Failure {
+			if err == nil {
+				t.Errorf("case %d: parseURL(%q) = %q, want failure", i, c.Input, u.href())
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("case %d: parseURL(%q): %v, want %q", i, c.Input, err, c.Href)
+			continue
+		}
+		port := ""
+		if u.port >= 0 {
+			port = strconv.Itoa(u.port)
+		}
+		got := [...]string{u.href(), u.scheme + ":", u.username, u.password, u.host.text, port, u.pathname(), u.search(), u.hash()}
+		want := [...]string{c.Href, c.Protocol, c.Username, c.Password, c.Hostname, c.Port, c.Pathname, c.Search, c.Hash}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("case %d: parseURL(%q) mismatch (-want +got):\n%s", i, c.Input, diff)
+		}
+	}
+}
+
+func FuzzFromURL(f *testing.F) {
+	for _, s := range []string{
+		"https://api.github.com/repos/a/b?x=1#f", "http://0x7f.1/", "http://[::ffff:127.0.0.1]:8080/",
+		"http://user:pass@host/", `http://example.com\@evil.com/`, "http:host", "file:///etc/passwd",
+		"file://localhost/etc/passwd", "http://ｅｘａｍｐｌｅ.com/", "http://１２７.０.０.１/",
+		"http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "redis://0x7f.1:6379/0", "git://x/y",
+		"http://a@b@c/", "https://x.com:0443/", "data:text/plain,hi", "HTTP://X.COM:80/",
+		"http://xn--nxasmq6b.com", "http://%31%32%37.0.0.1/", "ws://[::1]/", "file:///C:/x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, err := FromURL(raw)
+		if err != nil {
+			return
+		}
+		switch c.Kind {
+		case FSRead:
+			if !strings.HasPrefix(c.Path, "/") || strings.ContainsRune(c.Path, 0) {
+				t.Fatalf("FromURL(%q) path %q", raw, c.Path)
+			}
+			return
+		case NetConnect:
+		default:
+			t.Fatalf("FromURL(%q) kind %v", raw, c.Kind)
+		}
+		if c.Host == "" || c.Scheme == "" || c.URL == "" || c.Classes == 0 {
+			t.Fatalf("FromURL(%q) = %+v: empty field", raw, c)
+		}
+		if (c.Classes&Public != 0) != (c.Classes == Public) {
+			t.Fatalf("FromURL(%q) classes %v", raw, c.Classes)
+		}
+		host, addr, err := CanonHost(c.Host)
+		if err != nil || host != c.Host || addr != c.Addr {
+			t.Fatalf("FromURL(%q) host %q: CanonHost = %q %v %v", raw, c.Host, host, addr, err)
+		}
+		authority, ok := strings.CutPrefix(c.URL, c.Scheme+"://")
+		if !ok {
+			t.Fatalf("FromURL(%q) URL %q does not start with %s://", raw, c.URL, c.Scheme)
+		}
+		if i := strings.IndexAny(authority, "/?"); i >= 0 {
+			authority = authority[:i]
+		}
+		if strings.Contains(c.URL, "#") || strings.Contains(authority, "@") {
+			t.Fatalf("FromURL(%q) URL %q has a fragment or userinfo", raw, c.URL)
+		}
+		c2, err := FromURL(c.URL)
+		if err != nil {
+			t.Fatalf("FromURL(%q).URL = %q, which fails: %v", raw, c.URL, err)
+		}
+		if c2.Scheme != c.Scheme || c2.Host != c.Host || c2.Port != c.Port || c2.Addr != c.Addr || c2.URL != c.URL {
+			t.Fatalf("FromURL(%q) = %+v; FromURL(URL) = %+v", raw, c, c2)
+		}
+	})
+}
+
+// BenchmarkFromURL measures FromURL on typical and unusual URLs, and
+// net/url.Parse alone on the first as the reference for ratios: timings on a
+// shared machine mean little, ratios in one run do.
+func BenchmarkFromURL(b *testing.B) {
+	const typical = "https://api.github.com/repos/aegis-mcp/aegis/issues?state=open"
+	b.Run("reference=net/url.Parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := url.Parse(typical); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, in := range []string{typical, "http://0x7f.1:8080/admin", "https://user:secret@bücher.de/"} {
+		b.Run(in, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := FromURL(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
