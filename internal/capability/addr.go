@@ -8,14 +8,49 @@ import (
 )
 
 // An addrBlock is one row of an address class table: the first row whose
-// prefix contains the address gives its class.
+// prefix contains the address gives its class. The prefix is kept as a
+// 128-bit value and mask (IPv4 in the low 32 bits) so that a lookup is a few
+// integer operations.
 type addrBlock struct {
-	prefix netip.Prefix
-	class  Class
+	prefix         netip.Prefix
+	hi, lo         uint64
+	maskHi, maskLo uint64
+	class          Class
 }
 
 func mkBlock(prefix string, c Class) addrBlock {
-	return addrBlock{netip.MustParsePrefix(prefix), c}
+	p := netip.MustParsePrefix(prefix)
+	hi, lo := addrBits(p.Addr())
+	bits := p.Bits()
+	if p.Addr().Is4() {
+		bits += 96
+	}
+	var mhi, mlo uint64
+	switch {
+	case bits >= 64:
+		mhi, mlo = ^uint64(0), ^uint64(0)<<(128-bits)
+		if bits == 64 {
+			mlo = 0
+		}
+	default:
+		mhi = ^uint64(0) << (64 - bits)
+	}
+	return addrBlock{prefix: p, hi: hi & mhi, lo: lo & mlo, maskHi: mhi, maskLo: mlo, class: c}
+}
+
+// addrBits returns an address as two 64-bit halves; an IPv4 address is in
+// the low 32 bits.
+func addrBits(a netip.Addr) (hi, lo uint64) {
+	if a.Is4() {
+		b := a.As4()
+		return 0, uint64(b[0])<<24 | uint64(b[1])<<16 | uint64(b[2])<<8 | uint64(b[3])
+	}
+	b := a.As16()
+	for i := range 8 {
+		hi = hi<<8 | uint64(b[i])
+		lo = lo<<8 | uint64(b[i+8])
+	}
+	return hi, lo
 }
 
 // v4Blocks is the IANA IPv4 Special-Purpose Address Registry (RFC 6890 and
@@ -161,8 +196,10 @@ func classOf4(a netip.Addr) Class {
 }
 
 func blockClass(blocks []addrBlock, a netip.Addr) Class {
-	for _, bl := range blocks {
-		if bl.prefix.Contains(a) {
+	hi, lo := addrBits(a)
+	for i := range blocks {
+		bl := &blocks[i]
+		if hi&bl.maskHi == bl.hi && lo&bl.maskLo == bl.lo {
 			return bl.class
 		}
 	}

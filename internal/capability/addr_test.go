@@ -1,6 +1,7 @@
 package capability
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 )
@@ -127,6 +128,45 @@ func TestClassOfPublicExclusive(t *testing.T) {
 			}
 			if c >= classEnd {
 				t.Fatalf("ClassOf(%s) = %v: unknown bit", a, c)
+			}
+		}
+	}
+}
+
+// TestAddrBlockMasks checks the integer masks of the class tables against
+// netip.Prefix.Contains, on the first, last and neighbouring addresses of
+// every block and on random ones.
+func TestAddrBlockMasks(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, blocks := range [][]addrBlock{v4Blocks, v6Blocks} {
+		for _, bl := range blocks {
+			first := bl.prefix.Masked().Addr()
+			b := first.AsSlice()
+			for i := bl.prefix.Bits(); i < len(b)*8; i++ {
+				b[i/8] |= 0x80 >> (i % 8)
+			}
+			last, _ := netip.AddrFromSlice(b)
+			cands := []netip.Addr{first, first.Prev(), last, last.Next()}
+			for range 2000 {
+				var b [16]byte
+				for i := range b {
+					b[i] = byte(r.Uint32())
+				}
+				a := netip.AddrFrom16(b)
+				if first.Is4() {
+					a = netip.AddrFrom4([4]byte(b[:4]))
+				}
+				cands = append(cands, a)
+			}
+			for _, a := range cands {
+				if !a.IsValid() || a.Is4() != first.Is4() {
+					continue
+				}
+				hi, lo := addrBits(a)
+				got := hi&bl.maskHi == bl.hi && lo&bl.maskLo == bl.lo
+				if want := bl.prefix.Contains(a); got != want {
+					t.Errorf("block %v, address %v: mask says %v, Contains %v", bl.prefix, a, got, want)
+				}
 			}
 		}
 	}

@@ -13,11 +13,11 @@ type Class uint32
 
 // The classes. An address can be in several (a NAT64 address embedding
 // 127.0.0.1 is Embedded and Loopback). Public is set exactly when no other
-// class is, for IP literals; a name is Public unless it is a loopback or
-// internal name.
+// class is, for IP literals; a name is Public unless it is a loopback,
+// internal or metadata name.
 const (
 	Loopback      Class = 1 << iota // 127.0.0.0/8, ::1, localhost, *.localhost
-	Private                         // 10/8, 172.16/12, 192.168/16, fc00::/7
+	Private                         // 10/8, 172.16/12, 192.168/16, fc00::/7, fec0::/10 (deprecated site-local)
 	LinkLocal                       // 169.254/16, fe80::/10
 	CGNAT                           // 100.64.0.0/10
 	Multicast                       // 224/4, ff00::/8
@@ -25,9 +25,9 @@ const (
 	Unspecified                     // 0.0.0.0/8, ::
 	Reserved                        // 240/4, IETF protocol assignments, and other special-purpose blocks
 	Benchmarking                    // 198.18.0.0/15, 2001:2::/48
-	Documentation                   // 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32
+	Documentation                   // 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32, 3fff::/20
 	Metadata                        // cloud metadata endpoints (169.254.169.254, fd00:ec2::254, metadata.google.internal, ...)
-	Embedded                        // an IPv6 form embedding an IPv4 address: mapped, compatible, NAT64, 6to4, Teredo
+	Embedded                        // an IPv6 form embedding an IPv4 address: mapped, translated, compatible, NAT64, 6to4, Teredo, ISATAP
 	InternalName                    // a name that only resolves inside a network: single label, .local, .internal, .lan, .home.arpa, .corp
 	Public                          // none of the above
 

@@ -266,6 +266,8 @@ func TestFromHost(t *testing.T) {
 		{"name port leading zeros", "example.com:0443", netHost("example.com", 443, "", Public), nil},
 		{"upper trailing dot", "EXAMPLE.COM.:22", netHost("example.com", 22, "", Public), nil},
 		{"localhost", "localhost:6379", netHost("localhost", 6379, "", Loopback), nil},
+		{"localhost trailing dot", "localhost.", netHost("localhost", 0, "", Loopback), nil},
+		{"ipv6 port leading zero", "[::1]:080", netHost("::1", 80, "::1", Loopback), nil},
 		{"ipv4", "10.0.0.1:5432", netHost("10.0.0.1", 5432, "10.0.0.1", Private), nil},
 		{"ipv4 short hex", "0x7f.1:22", netHost("127.0.0.1", 22, "127.0.0.1", Loopback), nil},
 		{"ipv4 decimal", "2130706433", netHost("127.0.0.1", 0, "127.0.0.1", Loopback), nil},

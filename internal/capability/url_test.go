@@ -51,6 +51,7 @@ func TestFromURL(t *testing.T) {
 		{"nat64", "http://[64:ff9b::7f00:1]/", conn("http", "64:ff9b::7f00:1", 80, "64:ff9b::7f00:1", Embedded|Loopback, "http://[64:ff9b::7f00:1]/"), nil},
 		{"6to4", "http://[2002:7f00:1::]/", conn("http", "2002:7f00:1::", 80, "2002:7f00:1::", Embedded|Loopback, "http://[2002:7f00:1::]/"), nil},
 		{"teredo", "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", conn("http", "2001:0:4136:e378:8000:63bf:80ff:fffe", 80, "2001:0:4136:e378:8000:63bf:80ff:fffe", Embedded|Loopback, "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/"), nil},
+		{"translated", "http://[::ffff:0:127.0.0.1]/", conn("http", "::ffff:0:7f00:1", 80, "::ffff:0:7f00:1", Embedded|Loopback, "http://[::ffff:0:7f00:1]/"), nil},
 		{"v6 loopback port", "http://[::1]:80/", conn("http", "::1", 80, "::1", Loopback, "http://[::1]/"), nil},
 		{"v6 zone", "http://[fe80::1%25eth0]/", Capability{}, errAny},
 		{"v6 zone raw", "http://[fe80::1%eth0]/", Capability{}, errAny},
@@ -84,12 +85,18 @@ func TestFromURL(t *testing.T) {
 		{"path encoded", "http://x.com/a b/{c}", conn("http", "x.com", 80, "", Public, "http://x.com/a%20b/%7Bc%7D"), nil},
 		{"query kept fragment dropped", "http://x.com/?q=1 2#x", conn("http", "x.com", 80, "", Public, "http://x.com/?q=1%202"), nil},
 
+		{"explicit port of another scheme", "http://x.com:443/", conn("http", "x.com", 443, "", Public, "http://x.com:443/"), nil},
+		{"ftp default port", "ftp://x.com:21/", conn("ftp", "x.com", 21, "", Public, "ftp://x.com/"), nil},
+		{"address-like public name", "https://10.0.0.1.nip.io/", conn("https", "10.0.0.1.nip.io", 443, "", Public, "https://10.0.0.1.nip.io/"), nil},
+
 		// Userinfo never reaches the URL field.
 		{"userinfo", "http://user:pass@host/", conn("http", "host", 80, "", InternalName, "http://host/"), nil},
 		{"userinfo two at signs", "http://a@b@c/", conn("http", "c", 80, "", InternalName, "http://c/"), nil},
 		{"userinfo hides host", "https://x.com:443@evil.com/", conn("https", "evil.com", 443, "", Public, "https://evil.com/"), nil},
 		{"userinfo encoded at", "https://u:p%40ss@x.com/", conn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
 		{"userinfo semicolon", "http://x.com;@evil.com/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
+		{"encoded hash in userinfo", "http://evil.com%23@localhost/", conn("http", "localhost", 80, "", Loopback, "http://localhost/"), nil},
+		{"encoded slash in userinfo", "http://0x7f.1%2f@evil.com/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
 		{"fragment hides at", "http://evil.com#@127.0.0.1/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
 		{"query hides at", "http://x.com?@evil.com/", conn("http", "x.com", 80, "", Public, "http://x.com/?@evil.com/"), nil},
 
@@ -133,6 +140,8 @@ func TestFromURL(t *testing.T) {
 		{"port zero", "http://x.com:0/", Capability{}, errAny},
 		{"port letters", "http://x.com:8o/", Capability{}, errAny},
 		{"two ports", "http://x.com:80:81/", Capability{}, errAny},
+		{"fullwidth port", "http://x.com:８０/", Capability{}, errAny},
+		{"encoded tab in host", "http://127.0.0.1%09/", Capability{}, errAny},
 		{"invalid punycode", "http://xn--zz.com/", Capability{}, errAny},
 		{"zero width joiner", "http://exa\u200dmple.com/", Capability{}, errAny},
 		{"ipv4 overflow", "http://0x100000000/", Capability{}, errAny},
