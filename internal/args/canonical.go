@@ -143,6 +143,12 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
+		for i+8 <= len(s) && !special(load64(s, i)) {
+			i += 8 // eight bytes that need no escape (special also stops at non-ASCII)
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue

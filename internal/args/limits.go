@@ -72,6 +72,8 @@ type SyntaxError struct {
 	Msg    string // what was wrong
 }
 
+// Error returns the message with its byte offset, such as
+// "args: invalid JSON at byte 7: duplicate object key (first at byte 1)".
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("args: invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }

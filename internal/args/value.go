@@ -19,6 +19,7 @@ const (
 
 var kindNames = [...]string{"invalid", "null", "bool", "number", "string", "array", "object"}
 
+// String returns the kind's lower-case name, such as "object".
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
