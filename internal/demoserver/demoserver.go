@@ -215,13 +215,18 @@ type askIn struct {
 // sampling/createMessage request to the client instead.
 func (d *demo) askModel(_ context.Context, req *mcp.CallToolRequest, in askIn) (*mcp.CallToolResult, any, error) {
 	if r, ok := req.Params.InputResponses["answer"]; ok {
-		res, ok := r.(*mcp.CreateMessageResult)
-		if !ok {
-			return nil, nil, errors.New("the client did not answer with a message")
+		var content mcp.Content
+		switch res := r.(type) {
+		case *mcp.CreateMessageResult:
+			content = res.Content
+		case *mcp.CreateMessageWithToolsResult:
+			if len(res.Content) == 1 {
+				content = res.Content[0]
+			}
 		}
-		t, _ := res.Content.(*mcp.TextContent)
+		t, _ := content.(*mcp.TextContent)
 		if t == nil {
-			return nil, nil, errors.New("the model's answer is not text")
+			return nil, nil, errors.New("the model's answer is not one text")
 		}
 		return text("the model says: " + t.Text), nil, nil
 	}

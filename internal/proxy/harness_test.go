@@ -212,7 +212,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // strict JSON.
 func decode(t *testing.T, line string) map[string]any {
 	t.Helper()
-	if _, err := validate([]byte(line), 64, nil); err != nil {
+	if _, err := validate([]byte(line), 64); err != nil {
 		t.Fatalf("relay produced invalid JSON %q: %v", line, err)
 	}
 	var m map[string]any

@@ -200,7 +200,7 @@ func (s *idScanner) id() []byte {
 	if s.n != 1 || len(s.val) == 0 || len(s.val) > maxIDBytes {
 		return nil
 	}
-	if first, err := validate(s.val, 1, nil); err != nil || first != '"' && first != '-' && (first < '0' || first > '9') {
+	if first, err := validate(s.val, 1); err != nil || first != '"' && first != '-' && (first < '0' || first > '9') {
 		return nil
 	}
 	return bytes.Clone(s.val)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -55,6 +56,10 @@ type message struct {
 // would read it as that member.
 var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
+// memberPool holds the scratch slices parseMessage collects top-level
+// members in; its message keeps spans, never the members themselves.
+var memberPool = sync.Pool{New: func() any { s := make([]member, 0, 8); return &s }}
+
 // errInvalidJSON marks errors in the JSON itself, as opposed to a well-formed
 // value that is not a valid message; the first is a JSON-RPC parse error.
 var errInvalidJSON = errors.New("invalid JSON")
@@ -64,9 +69,10 @@ var errInvalidJSON = errors.New("invalid JSON")
 // object had exactly one "id" member before the point of failure, so the
 // caller can answer it.
 func parseMessage(data []byte, maxDepth int) (message, error) {
-	var buf [8]member
-	top := buf[:0]
-	first, err := validate(data, maxDepth, &top)
+	tp := memberPool.Get().(*[]member)
+	defer memberPool.Put(tp)
+	first, top, err := validateTop(data, maxDepth, (*tp)[:0])
+	*tp = top
 	var m message
 	// An id given twice, or under a case variant, is not one to answer.
 	nid := 0

@@ -71,7 +71,7 @@ func splice(msg []byte, s span, repl ...[]byte) []byte {
 // object checks that b, supplied by a gate, is a strict JSON object, and
 // returns it on one line.
 func object(b []byte, maxDepth int) ([]byte, error) {
-	first, err := validate(b, maxDepth, nil)
+	first, err := validate(b, maxDepth)
 	if err != nil {
 		return nil, err
 	}

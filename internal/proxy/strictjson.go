@@ -42,28 +42,40 @@ type validator struct {
 	i        int
 	depth    int
 	maxDepth int
-	top      *[]member // if non-nil, receives the members of a top-level object
+	record   bool // collect the members of a top-level object in top
+	top      []member
 }
 
 // validate checks that data is exactly one strict JSON value, optionally
 // surrounded by whitespace, nested at most maxDepth deep. It returns the first
-// byte of the value ('{' for an object, '[' for an array, ...). If top is
-// non-nil and the value is an object, the members read before any error are
-// appended to *top, so a caller can still find the id of a message that was
+// byte of the value ('{' for an object, '[' for an array, ...).
+func validate(data []byte, maxDepth int) (byte, error) {
+	v := validator{data: data, maxDepth: maxDepth}
+	return v.run()
+}
+
+// validateTop is validate that also appends the members of a top-level
+// object to top and returns it. The members read before an error are
+// returned with it, so a caller can still find the id of a message that was
 // rejected.
-func validate(data []byte, maxDepth int, top *[]member) (byte, error) {
-	v := validator{data: data, maxDepth: maxDepth, top: top}
+func validateTop(data []byte, maxDepth int, top []member) (byte, []member, error) {
+	v := validator{data: data, maxDepth: maxDepth, record: true, top: top}
+	first, err := v.run()
+	return first, v.top, err
+}
+
+func (v *validator) run() (byte, error) {
 	v.space()
-	if v.i >= len(data) {
+	if v.i >= len(v.data) {
 		return 0, v.errEnd()
 	}
-	first := data[v.i]
+	first := v.data[v.i]
 	if err := v.value(); err != nil {
 		return first, err
 	}
 	v.space()
-	if v.i < len(data) {
-		return first, v.errorf("invalid character %q after the JSON value", data[v.i])
+	if v.i < len(v.data) {
+		return first, v.errorf("invalid character %q after the JSON value", v.data[v.i])
 	}
 	return first, nil
 }
@@ -197,7 +209,7 @@ func (v *validator) object() error {
 	if v.depth > v.maxDepth {
 		return v.errorf("value nested deeper than %d", v.maxDepth)
 	}
-	record := v.depth == 1 && v.top != nil
+	record := v.depth == 1 && v.record
 	v.i++ // '{'
 	v.space()
 	if v.i < len(v.data) && v.data[v.i] == '}' {
@@ -232,7 +244,7 @@ func (v *validator) object() error {
 			for _, k := range small[:n] {
 				if bytes.EqualFold(k, key) {
 					if record {
-						*v.top = append(*v.top, member{key: key})
+						v.top = append(v.top, member{key: key})
 					}
 					return dupKeyError(keyOff, k, key)
 				}
@@ -251,7 +263,7 @@ func (v *validator) object() error {
 			f := foldKey(key)
 			if k, ok := big[f]; ok {
 				if record {
-					*v.top = append(*v.top, member{key: key})
+					v.top = append(v.top, member{key: key})
 				}
 				return dupKeyError(keyOff, k, key)
 			}
@@ -272,7 +284,7 @@ func (v *validator) object() error {
 			return err
 		}
 		if record {
-			*v.top = append(*v.top, member{key: key, start: start, end: v.i})
+			v.top = append(v.top, member{key: key, start: start, end: v.i})
 		}
 		v.space()
 		if v.i >= len(v.data) {

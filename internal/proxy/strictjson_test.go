@@ -67,7 +67,7 @@ func TestValidateStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := validate([]byte(tt.in), 256, nil)
+			_, err := validate([]byte(tt.in), 256)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("validate(%q) = %v, want nil", tt.in, err)
@@ -96,11 +96,11 @@ func TestValidateManyKeys(t *testing.T) {
 		b.WriteString(`"key` + strings.Repeat("x", i) + `":1`)
 	}
 	ok := b.String() + "}"
-	if _, err := validate([]byte(ok), 256, nil); err != nil {
+	if _, err := validate([]byte(ok), 256); err != nil {
 		t.Fatalf("100 distinct keys: %v", err)
 	}
 	for _, dup := range []string{`,"keyxxx":2}`, `,"KEYXXX":2}`, `,"\u212aeyxx":2}`} {
-		if _, err := validate([]byte(b.String()+dup), 256, nil); err == nil {
+		if _, err := validate([]byte(b.String()+dup), 256); err == nil {
 			t.Errorf("100 keys then %s: no error", dup)
 		}
 	}
@@ -108,8 +108,8 @@ func TestValidateManyKeys(t *testing.T) {
 
 func TestValidateTopMembers(t *testing.T) {
 	in := `{"jsonrpc":"2.0","i\u0064":7,"method":"tools\/call","params":{"a":1}}`
-	var top []member
-	if _, err := validate([]byte(in), 256, &top); err != nil {
+	_, top, err := validateTop([]byte(in), 256, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -153,8 +153,7 @@ func FuzzValidate(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var top []member
-		_, err := validate(data, 64, &top)
+		_, top, err := validateTop(data, 64, nil)
 		if err != nil {
 			return
 		}

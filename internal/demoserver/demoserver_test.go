@@ -1,0 +1,123 @@
+package demoserver
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func connect(t *testing.T, root string, log io.Writer) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	s, err := New(&Options{Root: root, CallLog: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	return cs
+}
+
+func TestTools(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("inside"), 0o600))
+	must(t, os.Mkdir(filepath.Join(root, "sub"), 0o700))
+	must(t, os.WriteFile(filepath.Join(root, "sub", "b.txt"), []byte("nested"), 0o600))
+	must(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o600))
+	must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "link")))
+	must(t, os.WriteFile(filepath.Join(root, "big"), bytes.Repeat([]byte("x"), maxFileBytes+1), 0o600))
+
+	log := &lockedBuffer{}
+	cs := connect(t, root, log)
+	tests := []struct {
+		name    string
+		tool    string
+		args    map[string]any
+		want    string // substring of the text
+		wantErr bool
+	}{
+		{name: "echo", tool: "echo", args: map[string]any{"text": "hi"}, want: "hi"},
+		{name: "relative", tool: "read_file", args: map[string]any{"path": "a.txt"}, want: "inside"},
+		{name: "nested", tool: "read_file", args: map[string]any{"path": "sub/b.txt"}, want: "nested"},
+		{name: "absolute inside", tool: "read_file", args: map[string]any{"path": filepath.Join(root, "a.txt")}, want: "inside"},
+		{name: "absolute outside", tool: "read_file", args: map[string]any{"path": filepath.Join(outside, "secret")}, wantErr: true},
+		{name: "dot dot", tool: "read_file", args: map[string]any{"path": "../" + filepath.Base(outside) + "/secret"}, wantErr: true},
+		{name: "symlink out", tool: "read_file", args: map[string]any{"path": "link"}, wantErr: true},
+		{name: "too big", tool: "read_file", args: map[string]any{"path": "big"}, wantErr: true},
+		{name: "missing", tool: "read_file", args: map[string]any{"path": "nope"}, wantErr: true},
+		{name: "fetch describes", tool: "fetch", args: map[string]any{"url": "http://169.254.169.254/latest"}, want: "would GET http://169.254.169.254/latest"},
+		{name: "fetch bad scheme", tool: "fetch", args: map[string]any{"url": "file:///etc/passwd"}, wantErr: true},
+		{name: "count", tool: "count", args: map[string]any{"to": 2}, want: "counted to 2"},
+		{name: "count out of range", tool: "count", args: map[string]any{"to": 1000}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tt.tool, Arguments: tt.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := res.Content[0].(*mcp.TextContent).Text
+			if res.IsError != tt.wantErr || !strings.Contains(text, tt.want) {
+				t.Fatalf("%s(%v) = %q (isError %v), want %q (isError %v)", tt.tool, tt.args, text, res.IsError, tt.want, tt.wantErr)
+			}
+			if strings.Contains(text, "SECRET") {
+				t.Fatalf("read outside the root: %q", text)
+			}
+		})
+	}
+	if got := strings.Count(log.String(), "demo-server: call "); got != len(tests) {
+		t.Errorf("call log has %d calls, want %d:\n%s", got, len(tests), log)
+	}
+}
+
+func TestRunOverStdio(t *testing.T) {
+	// Run serves until its input ends.
+	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
+	var out lockedBuffer
+	if err := Run(context.Background(), in, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"serverInfo":{"name":"aegis-demo"`) {
+		t.Errorf("initialize answered %q", out.String())
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

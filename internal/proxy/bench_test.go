@@ -1,0 +1,226 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// allowGate forwards every call, at no cost: the benchmarks measure the
+// relay, not a decision.
+type allowGate struct{}
+
+func (allowGate) Call(context.Context, *Call) (Verdict, error) { return Verdict{Forward: true}, nil }
+
+func connectCommand(b *testing.B, cmd string) *mcp.ClientSession {
+	b.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: child(cmd)}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+var echoParams = &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
+
+func timedCall(b *testing.B, cs *mcp.ClientSession) time.Duration {
+	start := time.Now()
+	res, err := cs.CallTool(context.Background(), echoParams)
+	d := time.Since(start)
+	if err != nil || res.IsError {
+		b.Fatalf("CallTool: %v %v", res, err)
+	}
+	return d
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// benchRoundTrip times tools/call round trips from the Go SDK client to the
+// demo server, in a subprocess (direct), or through aegis's relay in a
+// subprocess of its own wrapping the demo server (as `aegis run` does).
+func benchRoundTrip(b *testing.B, role string) {
+	cs := connectCommand(b, role)
+	for range 50 { // warm up
+		timedCall(b, cs)
+	}
+	ds := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		ds = append(ds, timedCall(b, cs))
+	}
+	b.ReportMetric(micros(median(ds)), "µs-median")
+}
+
+func BenchmarkRelayDirect(b *testing.B) { benchRoundTrip(b, "demo") }
+
+func BenchmarkRelayThroughAegis(b *testing.B) { benchRoundTrip(b, "relay") }
+
+// BenchmarkRelayAddedLatency alternates calls made directly and through
+// aegis, so both see the same machine, and reports the difference of their
+// medians: the latency aegis adds to one tools/call (budget: 50 µs).
+func BenchmarkRelayAddedLatency(b *testing.B) {
+	direct := connectCommand(b, "demo")
+	through := connectCommand(b, "relay")
+	for range 50 {
+		timedCall(b, direct)
+		timedCall(b, through)
+	}
+	dd := make([]time.Duration, 0, b.N)
+	dt := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		dd = append(dd, timedCall(b, direct))
+		dt = append(dt, timedCall(b, through))
+	}
+	md, mt := median(dd), median(dt)
+	b.ReportMetric(micros(md), "µs-direct")
+	b.ReportMetric(micros(mt), "µs-aegis")
+	b.ReportMetric(micros(mt-md), "µs-added")
+}
+
+// discardRelay returns a relay whose writes go nowhere, for measuring the
+// per-message work alone.
+func discardRelay(gate Gate, server io.Writer) *relay {
+	return newRelay(context.Background(), io.Discard, server, gate,
+		options{maxMsg: DefaultMaxMessageBytes, maxDepth: 256, maxReqs: 1024, log: slog.New(slog.DiscardHandler)})
+}
+
+// signalWriter signals each write.
+type signalWriter chan struct{}
+
+func (w signalWriter) Write(p []byte) (int, error) { w <- struct{}{}; return len(p), nil }
+
+// BenchmarkRelayMessage measures the relay's work per message, without
+// pipes: validation, classification, bookkeeping and the write.
+func BenchmarkRelayMessage(b *testing.B) {
+	notification := []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"total":2,"message":"half"}}` + "\n")
+	request := []byte(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///home/a/notes.txt"}}` + "\n")
+	response := []byte(`{"jsonrpc":"2.0","id":1,"result":{"contents":[{"uri":"file:///home/a/notes.txt","mimeType":"text/plain","text":"hello"}]}}` + "\n")
+	call := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/home/a/notes.txt"},"_meta":{"progressToken":1}}}` + "\n")
+	result := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}],"isError":false}}` + "\n")
+	bigResult := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("lorem ipsum ", 64<<10/12) + `"}]}}` + "\n")
+
+	b.Run("notification", func(b *testing.B) {
+		r := discardRelay(allowGate{}, io.Discard)
+		b.ReportAllocs()
+		b.SetBytes(int64(len(notification)))
+		for range b.N {
+			r.fromClient(notification)
+		}
+	})
+	b.Run("request+response", func(b *testing.B) {
+		r := discardRelay(allowGate{}, io.Discard)
+		b.ReportAllocs()
+		for range b.N {
+			r.fromClient(request)
+			r.fromServer(response)
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		result []byte
+	}{{"tools_call+result", result}, {"tools_call+64KiB_result", bigResult}} {
+		b.Run(tc.name, func(b *testing.B) {
+			forwarded := make(signalWriter, 1)
+			r := discardRelay(allowGate{}, forwarded)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(call) + len(tc.result)))
+			for range b.N {
+				r.fromClient(call)
+				<-forwarded // the gate ran on its goroutine and the call was written
+				r.fromServer(tc.result)
+			}
+		})
+	}
+}
+
+// BenchmarkRelayPipes measures a request and its response over in-memory
+// pipes, between a client and an echoing server, with and without the relay
+// in between; the difference is what the relay adds per round trip
+// (validation, bookkeeping and two more goroutine hand-offs).
+func BenchmarkRelayPipes(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		relay bool
+		msg   string
+	}{
+		{"direct/request", false, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x"}}`},
+		{"relay/request", true, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"x"}}`},
+		{"direct/tools_call", false, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`},
+		{"relay/tools_call", true, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}}`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// The server answers every line with a fixed result to id 1.
+			srvIn, toSrv := io.Pipe()
+			fromSrv, srvOut := io.Pipe()
+			go func() {
+				sc := bufio.NewScanner(srvIn)
+				resp := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}` + "\n")
+				for sc.Scan() {
+					srvOut.Write(resp)
+				}
+			}()
+			clientW, clientR := io.Writer(toSrv), io.Reader(fromSrv)
+			if tc.relay {
+				relIn, cw := io.Pipe()
+				cr, relOut := io.Pipe()
+				r := newRelay(ctx, relOut, toSrv, allowGate{},
+					options{maxMsg: DefaultMaxMessageBytes, maxDepth: 256, maxReqs: 1024, log: slog.New(slog.DiscardHandler)})
+				go r.clientLoop(relIn)
+				go r.serverLoop(fromSrv)
+				clientW, clientR = cw, cr
+				defer cw.Close()
+			}
+			defer toSrv.Close()
+			rd := bufio.NewReader(clientR)
+			line := []byte(tc.msg + "\n")
+			ds := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				if _, err := clientW.Write(line); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := rd.ReadSlice('\n'); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(start))
+			}
+			b.ReportMetric(micros(median(ds)), "µs-median")
+		})
+	}
+}
+
+// BenchmarkValidate measures strict validation throughput on a large result.
+func BenchmarkValidate(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` +
+		strings.Repeat("lorem ipsum \\n dolor \\u00e9 ", 1<<20/28) + `"}],"structuredContent":{` +
+		strings.TrimSuffix(strings.Repeat(`"k":1,`, 1), ",") + `}}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for range b.N {
+		if _, err := parseMessage(msg, 256); err != nil {
+			b.Fatal(fmt.Sprint(err))
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/demoserver"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// childEnv names the role a re-executed test binary plays: the common trick
+// for tests that need a real subprocess without building one.
+const childEnv = "AEGIS_PROXY_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(runChild(role))
+	}
+	os.Exit(m.Run())
+}
+
+// child returns a command that re-executes this test binary as role.
+func child(role string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
+	return cmd
+}
+
+func runChild(role string) int {
+	ctx := context.Background()
+	switch role {
+	case "demo":
+		// The demo server, logging each call it receives to stderr, plus a
+		// tool that makes it crash.
+		s, err := demoserver.New(&demoserver.Options{Root: os.Getenv("AEGIS_DEMO_ROOT"), CallLog: os.Stderr})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		mcp.AddTool(s, &mcp.Tool{Name: "crash"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			os.Exit(3)
+			return nil, nil, nil
+		})
+		if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		return 0
+	case "relay":
+		// aegis run -- demo, with a gate that allows everything.
+		err := Run(ctx, os.Stdin, os.Stdout, child("demo"), &testGate{}, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	case "stubborn":
+		// A server that ignores both the end of its input and SIGTERM.
+		signal.Ignore(syscall.SIGTERM)
+		io.Copy(io.Discard, os.Stdin)
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "silent-exit":
+		// A server that says nothing and exits with status 0 at once.
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
+	return 2
+}
