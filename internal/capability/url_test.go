@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func conn(scheme, host string, port uint16, addr string, cls Class, url string) Capability {
+func wantConn(scheme, host string, port uint16, addr string, cls Class, url string) Capability {
 	c := Capability{Kind: NetConnect, Scheme: scheme, Host: host, Port: port, Classes: cls, URL: url}
 	if addr != "" {
 		c.Addr = netip.MustParseAddr(addr)
@@ -20,11 +20,11 @@ func conn(scheme, host string, port uint16, addr string, cls Class, url string) 
 	return c
 }
 
-func read(path string) Capability { return Capability{Kind: FSRead, Path: path} }
+func wantRead(path string) Capability { return Capability{Kind: FSRead, Path: path} }
 
 func TestFromURL(t *testing.T) {
 	const lo = "127.0.0.1"
-	loop := func(url string) Capability { return conn("http", lo, 80, lo, Loopback, url) }
+	loop := func(url string) Capability { return wantConn("http", lo, 80, lo, Loopback, url) }
 	long := strings.Repeat("a", 300)
 	tests := []struct {
 		name    string
@@ -47,63 +47,63 @@ func TestFromURL(t *testing.T) {
 		{"encoded non-ascii dot", "http://127.0.0.1%E3%80%82/", loop("http://127.0.0.1/"), nil},
 		{"mapped dotted", "http://[::ffff:127.0.0.1]/", loop("http://[::ffff:7f00:1]/"), nil},
 		{"mapped hex", "http://[::ffff:7f00:1]/", loop("http://[::ffff:7f00:1]/"), nil},
-		{"compatible", "http://[::127.0.0.1]/", conn("http", "::7f00:1", 80, "::7f00:1", Embedded|Loopback, "http://[::7f00:1]/"), nil},
-		{"nat64", "http://[64:ff9b::7f00:1]/", conn("http", "64:ff9b::7f00:1", 80, "64:ff9b::7f00:1", Embedded|Loopback, "http://[64:ff9b::7f00:1]/"), nil},
-		{"6to4", "http://[2002:7f00:1::]/", conn("http", "2002:7f00:1::", 80, "2002:7f00:1::", Embedded|Loopback, "http://[2002:7f00:1::]/"), nil},
-		{"teredo", "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", conn("http", "2001:0:4136:e378:8000:63bf:80ff:fffe", 80, "2001:0:4136:e378:8000:63bf:80ff:fffe", Embedded|Loopback, "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/"), nil},
-		{"translated", "http://[::ffff:0:127.0.0.1]/", conn("http", "::ffff:0:7f00:1", 80, "::ffff:0:7f00:1", Embedded|Loopback, "http://[::ffff:0:7f00:1]/"), nil},
-		{"v6 loopback port", "http://[::1]:80/", conn("http", "::1", 80, "::1", Loopback, "http://[::1]/"), nil},
-		{"v6 zone", "http://[fe80::1%25eth0]/", Capability{}, errAny},
-		{"v6 zone raw", "http://[fe80::1%eth0]/", Capability{}, errAny},
-		{"unspecified", "http://0/", conn("http", "0.0.0.0", 80, "0.0.0.0", Unspecified, "http://0.0.0.0/"), nil},
-		{"v6 unspecified", "http://[::]/", conn("http", "::", 80, "::", Unspecified, "http://[::]/"), nil},
+		{"compatible", "http://[::127.0.0.1]/", wantConn("http", "::7f00:1", 80, "::7f00:1", Embedded|Loopback, "http://[::7f00:1]/"), nil},
+		{"nat64", "http://[64:ff9b::7f00:1]/", wantConn("http", "64:ff9b::7f00:1", 80, "64:ff9b::7f00:1", Embedded|Loopback, "http://[64:ff9b::7f00:1]/"), nil},
+		{"6to4", "http://[2002:7f00:1::]/", wantConn("http", "2002:7f00:1::", 80, "2002:7f00:1::", Embedded|Loopback, "http://[2002:7f00:1::]/"), nil},
+		{"teredo", "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", wantConn("http", "2001:0:4136:e378:8000:63bf:80ff:fffe", 80, "2001:0:4136:e378:8000:63bf:80ff:fffe", Embedded|Loopback, "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/"), nil},
+		{"translated", "http://[::ffff:0:127.0.0.1]/", wantConn("http", "::ffff:0:7f00:1", 80, "::ffff:0:7f00:1", Embedded|Loopback, "http://[::ffff:0:7f00:1]/"), nil},
+		{"v6 loopback port", "http://[::1]:80/", wantConn("http", "::1", 80, "::1", Loopback, "http://[::1]/"), nil},
+		{"v6 zone", "http://[fe80::1%25eth0]/", Capability{}, errWantAny},
+		{"v6 zone raw", "http://[fe80::1%eth0]/", Capability{}, errWantAny},
+		{"unspecified", "http://0/", wantConn("http", "0.0.0.0", 80, "0.0.0.0", Unspecified, "http://0.0.0.0/"), nil},
+		{"v6 unspecified", "http://[::]/", wantConn("http", "::", 80, "::", Unspecified, "http://[::]/"), nil},
 
 		// Metadata endpoints.
-		{"metadata v4", "http://169.254.169.254/latest/meta-data/", conn("http", "169.254.169.254", 80, "169.254.169.254", LinkLocal|Metadata, "http://169.254.169.254/latest/meta-data/"), nil},
-		{"metadata decimal", "http://2852039166/", conn("http", "169.254.169.254", 80, "169.254.169.254", LinkLocal|Metadata, "http://169.254.169.254/"), nil},
-		{"metadata nat64", "http://[64:ff9b::a9fe:a9fe]/", conn("http", "64:ff9b::a9fe:a9fe", 80, "64:ff9b::a9fe:a9fe", Embedded|LinkLocal|Metadata, "http://[64:ff9b::a9fe:a9fe]/"), nil},
-		{"metadata aws v6", "http://[fd00:ec2::254]/", conn("http", "fd00:ec2::254", 80, "fd00:ec2::254", Private|Metadata, "http://[fd00:ec2::254]/"), nil},
-		{"metadata name", "http://metadata.google.internal/computeMetadata/v1/", conn("http", "metadata.google.internal", 80, "", Metadata|InternalName, "http://metadata.google.internal/computeMetadata/v1/"), nil},
-		{"metadata name upper dot", "http://METADATA.google.internal./", conn("http", "metadata.google.internal", 80, "", Metadata|InternalName, "http://metadata.google.internal./"), nil},
+		{"metadata v4", "http://169.254.169.254/latest/meta-data/", wantConn("http", "169.254.169.254", 80, "169.254.169.254", LinkLocal|Metadata, "http://169.254.169.254/latest/meta-data/"), nil},
+		{"metadata decimal", "http://2852039166/", wantConn("http", "169.254.169.254", 80, "169.254.169.254", LinkLocal|Metadata, "http://169.254.169.254/"), nil},
+		{"metadata nat64", "http://[64:ff9b::a9fe:a9fe]/", wantConn("http", "64:ff9b::a9fe:a9fe", 80, "64:ff9b::a9fe:a9fe", Embedded|LinkLocal|Metadata, "http://[64:ff9b::a9fe:a9fe]/"), nil},
+		{"metadata aws v6", "http://[fd00:ec2::254]/", wantConn("http", "fd00:ec2::254", 80, "fd00:ec2::254", Private|Metadata, "http://[fd00:ec2::254]/"), nil},
+		{"metadata name", "http://metadata.google.internal/computeMetadata/v1/", wantConn("http", "metadata.google.internal", 80, "", Metadata|InternalName, "http://metadata.google.internal/computeMetadata/v1/"), nil},
+		{"metadata name upper dot", "http://METADATA.google.internal./", wantConn("http", "metadata.google.internal", 80, "", Metadata|InternalName, "http://metadata.google.internal./"), nil},
 
 		// Names.
-		{"fullwidth letters", "http://ｅｘａｍｐｌｅ.com/", conn("http", "example.com", 80, "", Public, "http://example.com/"), nil},
-		{"upper scheme host default port", "HTTP://X.COM:80/", conn("http", "x.com", 80, "", Public, "http://x.com/"), nil},
-		{"port leading zeros", "https://x.com:0443/", conn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
-		{"empty port", "https://x.com:/", conn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
-		{"explicit port", "https://x.com:8443/a?b=c#frag", conn("https", "x.com", 8443, "", Public, "https://x.com:8443/a?b=c"), nil},
-		{"a-label", "http://xn--nxasmq6b.com", conn("http", "xn--nxasmq6b.com", 80, "", Public, "http://xn--nxasmq6b.com/"), nil},
-		{"u-label", "https://bücher.de/", conn("https", "xn--bcher-kva.de", 443, "", Public, "https://xn--bcher-kva.de/"), nil},
-		{"soft hyphen", "http://exam\u00adple.com/", conn("http", "example.com", 80, "", Public, "http://example.com/"), nil},
-		{"localhost trailing dot", "http://localhost./", conn("http", "localhost", 80, "", Loopback, "http://localhost./"), nil},
-		{"sub localhost", "http://a.localhost/", conn("http", "a.localhost", 80, "", Loopback, "http://a.localhost/"), nil},
-		{"single label", "http://intranet/", conn("http", "intranet", 80, "", InternalName, "http://intranet/"), nil},
-		{"ws", "ws://x.com/", conn("ws", "x.com", 80, "", Public, "ws://x.com/"), nil},
-		{"wss", "wss://x.com/", conn("wss", "x.com", 443, "", Public, "wss://x.com/"), nil},
-		{"ftp", "ftp://x.com/f", conn("ftp", "x.com", 21, "", Public, "ftp://x.com/f"), nil},
-		{"path normalised", "http://x.com/a/./b/../../c", conn("http", "x.com", 80, "", Public, "http://x.com/c"), nil},
-		{"path encoded", "http://x.com/a b/{c}", conn("http", "x.com", 80, "", Public, "http://x.com/a%20b/%7Bc%7D"), nil},
-		{"query kept fragment dropped", "http://x.com/?q=1 2#x", conn("http", "x.com", 80, "", Public, "http://x.com/?q=1%202"), nil},
+		{"fullwidth letters", "http://ｅｘａｍｐｌｅ.com/", wantConn("http", "example.com", 80, "", Public, "http://example.com/"), nil},
+		{"upper scheme host default port", "HTTP://X.COM:80/", wantConn("http", "x.com", 80, "", Public, "http://x.com/"), nil},
+		{"port leading zeros", "https://x.com:0443/", wantConn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
+		{"empty port", "https://x.com:/", wantConn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
+		{"explicit port", "https://x.com:8443/a?b=c#frag", wantConn("https", "x.com", 8443, "", Public, "https://x.com:8443/a?b=c"), nil},
+		{"a-label", "http://xn--nxasmq6b.com", wantConn("http", "xn--nxasmq6b.com", 80, "", Public, "http://xn--nxasmq6b.com/"), nil},
+		{"u-label", "https://bücher.de/", wantConn("https", "xn--bcher-kva.de", 443, "", Public, "https://xn--bcher-kva.de/"), nil},
+		{"soft hyphen", "http://exam\u00adple.com/", wantConn("http", "example.com", 80, "", Public, "http://example.com/"), nil},
+		{"localhost trailing dot", "http://localhost./", wantConn("http", "localhost", 80, "", Loopback, "http://localhost./"), nil},
+		{"sub localhost", "http://a.localhost/", wantConn("http", "a.localhost", 80, "", Loopback, "http://a.localhost/"), nil},
+		{"single label", "http://intranet/", wantConn("http", "intranet", 80, "", InternalName, "http://intranet/"), nil},
+		{"ws", "ws://x.com/", wantConn("ws", "x.com", 80, "", Public, "ws://x.com/"), nil},
+		{"wss", "wss://x.com/", wantConn("wss", "x.com", 443, "", Public, "wss://x.com/"), nil},
+		{"ftp", "ftp://x.com/f", wantConn("ftp", "x.com", 21, "", Public, "ftp://x.com/f"), nil},
+		{"path normalised", "http://x.com/a/./b/../../c", wantConn("http", "x.com", 80, "", Public, "http://x.com/c"), nil},
+		{"path encoded", "http://x.com/a b/{c}", wantConn("http", "x.com", 80, "", Public, "http://x.com/a%20b/%7Bc%7D"), nil},
+		{"query kept fragment dropped", "http://x.com/?q=1 2#x", wantConn("http", "x.com", 80, "", Public, "http://x.com/?q=1%202"), nil},
 
-		{"explicit port of another scheme", "http://x.com:443/", conn("http", "x.com", 443, "", Public, "http://x.com:443/"), nil},
-		{"ftp default port", "ftp://x.com:21/", conn("ftp", "x.com", 21, "", Public, "ftp://x.com/"), nil},
-		{"address-like public name", "https://10.0.0.1.nip.io/", conn("https", "10.0.0.1.nip.io", 443, "", Public, "https://10.0.0.1.nip.io/"), nil},
+		{"explicit port of another scheme", "http://x.com:443/", wantConn("http", "x.com", 443, "", Public, "http://x.com:443/"), nil},
+		{"ftp default port", "ftp://x.com:21/", wantConn("ftp", "x.com", 21, "", Public, "ftp://x.com/"), nil},
+		{"address-like public name", "https://10.0.0.1.nip.io/", wantConn("https", "10.0.0.1.nip.io", 443, "", Public, "https://10.0.0.1.nip.io/"), nil},
 
 		// Userinfo never reaches the URL field.
-		{"userinfo", "http://user:pass@host/", conn("http", "host", 80, "", InternalName, "http://host/"), nil},
-		{"userinfo two at signs", "http://a@b@c/", conn("http", "c", 80, "", InternalName, "http://c/"), nil},
-		{"userinfo hides host", "https://x.com:443@evil.com/", conn("https", "evil.com", 443, "", Public, "https://evil.com/"), nil},
-		{"userinfo encoded at", "https://u:p%40ss@x.com/", conn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
-		{"userinfo semicolon", "http://x.com;@evil.com/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
-		{"encoded hash in userinfo", "http://evil.com%23@localhost/", conn("http", "localhost", 80, "", Loopback, "http://localhost/"), nil},
-		{"encoded slash in userinfo", "http://0x7f.1%2f@evil.com/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
-		{"fragment hides at", "http://evil.com#@127.0.0.1/", conn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
-		{"query hides at", "http://x.com?@evil.com/", conn("http", "x.com", 80, "", Public, "http://x.com/?@evil.com/"), nil},
+		{"userinfo", "http://user:pass@host/", wantConn("http", "host", 80, "", InternalName, "http://host/"), nil},
+		{"userinfo two at signs", "http://a@b@c/", wantConn("http", "c", 80, "", InternalName, "http://c/"), nil},
+		{"userinfo hides host", "https://x.com:443@evil.com/", wantConn("https", "evil.com", 443, "", Public, "https://evil.com/"), nil},
+		{"userinfo encoded at", "https://u:p%40ss@x.com/", wantConn("https", "x.com", 443, "", Public, "https://x.com/"), nil},
+		{"userinfo semicolon", "http://x.com;@evil.com/", wantConn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
+		{"encoded hash in userinfo", "http://evil.com%23@localhost/", wantConn("http", "localhost", 80, "", Loopback, "http://localhost/"), nil},
+		{"encoded slash in userinfo", "http://0x7f.1%2f@evil.com/", wantConn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
+		{"fragment hides at", "http://evil.com#@127.0.0.1/", wantConn("http", "evil.com", 80, "", Public, "http://evil.com/"), nil},
+		{"query hides at", "http://x.com?@evil.com/", wantConn("http", "x.com", 80, "", Public, "http://x.com/?@evil.com/"), nil},
 
 		// Non-special schemes: the opaque host is canonicalised like a special one.
-		{"git", "git://github.com/a/b.git", conn("git", "github.com", 0, "", Public, "git://github.com/a/b.git"), nil},
-		{"redis hex loopback", "redis://0x7f.1:6379/0", conn("redis", lo, 6379, lo, Loopback, "redis://0x7f.1:6379/0"), nil},
-		{"non-special v6", "foo://[::1]:7/", conn("foo", "::1", 7, "::1", Loopback, "foo://[::1]:7/"), nil},
+		{"git", "git://github.com/a/b.git", wantConn("git", "github.com", 0, "", Public, "git://github.com/a/b.git"), nil},
+		{"redis hex loopback", "redis://0x7f.1:6379/0", wantConn("redis", lo, 6379, lo, Loopback, "redis://0x7f.1:6379/0"), nil},
+		{"non-special v6", "foo://[::1]:7/", wantConn("foo", "::1", 7, "::1", Loopback, "foo://[::1]:7/"), nil},
 
 		// Parsers disagree: ErrAmbiguous.
 		{"backslash before at", `http://example.com\@evil.com/`, Capability{}, ErrAmbiguous},
@@ -132,72 +132,72 @@ func TestFromURL(t *testing.T) {
 		{"bad path escape", "http://x.com/%zz", Capability{}, ErrAmbiguous},
 
 		// Errors.
-		{"no scheme", "//host", Capability{}, errAny},
-		{"relative", "/x", Capability{}, errAny},
-		{"empty", "", Capability{}, errAny},
-		{"port too big", "http://x.com:65536/", Capability{}, errAny},
-		{"port huge", "http://x.com:99999999999999999999/", Capability{}, errAny},
-		{"port zero", "http://x.com:0/", Capability{}, errAny},
-		{"port letters", "http://x.com:8o/", Capability{}, errAny},
-		{"two ports", "http://x.com:80:81/", Capability{}, errAny},
-		{"fullwidth port", "http://x.com:８０/", Capability{}, errAny},
-		{"encoded tab in host", "http://127.0.0.1%09/", Capability{}, errAny},
-		{"invalid punycode", "http://xn--zz.com/", Capability{}, errAny},
-		{"zero width joiner", "http://exa\u200dmple.com/", Capability{}, errAny},
-		{"ipv4 overflow", "http://0x100000000/", Capability{}, errAny},
-		{"five parts", "http://1.2.3.4.5/", Capability{}, errAny},
-		{"ends in number", "http://foo.0x7f/", Capability{}, errAny},
-		{"ends in decimal", "http://foo.1/", Capability{}, errAny},
-		{"long label", "http://" + long + ".com/", Capability{}, errAny},
-		{"empty label", "http://a..b/", Capability{}, errAny},
-		{"two trailing dots", "http://x.com../", Capability{}, errAny},
-		{"nul in host", "http://x.com%00/", Capability{}, errAny},
-		{"space in host", "http://ex ample.com/", Capability{}, errAny},
-		{"v6 unclosed", "http://[::1/", Capability{}, errAny},
-		{"v6 double brackets", "http://[[::1]]/", Capability{}, errAny},
-		{"empty host", "http://", Capability{}, errAny},
-		{"empty host with port", "http://:80/", Capability{}, errAny},
-		{"userinfo without host", "http://user@/", Capability{}, errAny},
-		{"data", "data:text/plain,hi", Capability{}, errAny},
-		{"javascript", "javascript:alert(1)", Capability{}, errAny},
-		{"mailto", "mailto:a@b.com", Capability{}, errAny},
-		{"blob", "blob:https://x.com/uuid", Capability{}, errAny},
-		{"non-special empty host", "foo:///x", Capability{}, errAny},
-		{"non-special no host", "foo:/x", Capability{}, errAny},
-		{"non-special bad opaque host", "foo://a%00b/", Capability{}, errAny},
-		{"invalid utf-8", "http://x.com/\xff", Capability{}, errAny},
-		{"too long", "http://x.com/" + strings.Repeat("a", maxURLLen), Capability{}, errAny},
+		{"no scheme", "//host", Capability{}, errWantAny},
+		{"relative", "/x", Capability{}, errWantAny},
+		{"empty", "", Capability{}, errWantAny},
+		{"port too big", "http://x.com:65536/", Capability{}, errWantAny},
+		{"port huge", "http://x.com:99999999999999999999/", Capability{}, errWantAny},
+		{"port zero", "http://x.com:0/", Capability{}, errWantAny},
+		{"port letters", "http://x.com:8o/", Capability{}, errWantAny},
+		{"two ports", "http://x.com:80:81/", Capability{}, errWantAny},
+		{"fullwidth port", "http://x.com:８０/", Capability{}, errWantAny},
+		{"encoded tab in host", "http://127.0.0.1%09/", Capability{}, errWantAny},
+		{"invalid punycode", "http://xn--zz.com/", Capability{}, errWantAny},
+		{"zero width joiner", "http://exa\u200dmple.com/", Capability{}, errWantAny},
+		{"ipv4 overflow", "http://0x100000000/", Capability{}, errWantAny},
+		{"five parts", "http://1.2.3.4.5/", Capability{}, errWantAny},
+		{"ends in number", "http://foo.0x7f/", Capability{}, errWantAny},
+		{"ends in decimal", "http://foo.1/", Capability{}, errWantAny},
+		{"long label", "http://" + long + ".com/", Capability{}, errWantAny},
+		{"empty label", "http://a..b/", Capability{}, errWantAny},
+		{"two trailing dots", "http://x.com../", Capability{}, errWantAny},
+		{"nul in host", "http://x.com%00/", Capability{}, errWantAny},
+		{"space in host", "http://ex ample.com/", Capability{}, errWantAny},
+		{"v6 unclosed", "http://[::1/", Capability{}, errWantAny},
+		{"v6 double brackets", "http://[[::1]]/", Capability{}, errWantAny},
+		{"empty host", "http://", Capability{}, errWantAny},
+		{"empty host with port", "http://:80/", Capability{}, errWantAny},
+		{"userinfo without host", "http://user@/", Capability{}, errWantAny},
+		{"data", "data:text/plain,hi", Capability{}, errWantAny},
+		{"javascript", "javascript:alert(1)", Capability{}, errWantAny},
+		{"mailto", "mailto:a@b.com", Capability{}, errWantAny},
+		{"blob", "blob:https://x.com/uuid", Capability{}, errWantAny},
+		{"non-special empty host", "foo:///x", Capability{}, errWantAny},
+		{"non-special no host", "foo:/x", Capability{}, errWantAny},
+		{"non-special bad opaque host", "foo://a%00b/", Capability{}, errWantAny},
+		{"invalid utf-8", "http://x.com/\xff", Capability{}, errWantAny},
+		{"too long", "http://x.com/" + strings.Repeat("a", maxURLLen), Capability{}, errWantAny},
 
 		// file: URLs name a path on the server.
-		{"file", "file:///etc/passwd", read("/etc/passwd"), nil},
-		{"file localhost", "file://localhost/etc/passwd", read("/etc/passwd"), nil},
-		{"file localhost upper", "file://LOCALHOST/etc/passwd", read("/etc/passwd"), nil},
-		{"file one slash", "file:/etc/passwd", read("/etc/passwd"), nil},
-		{"file dotdot", "file:///etc/../etc/passwd", read("/etc/passwd"), nil},
-		{"file encoded dotdot", "file:///etc/%2e%2E/root/x", read("/root/x"), nil},
-		{"file space", "file:///tmp/a%20b", read("/tmp/a b"), nil},
-		{"file utf-8", "file:///tmp/%C3%A9", read("/tmp/é"), nil},
-		{"file query fragment", "file:///etc/passwd?x#y", read("/etc/passwd"), nil},
-		{"file drive letter", "file:///C:/x", Capability{}, errAny},
-		{"file drive letter pipe", "file:///c|/x", Capability{}, errAny},
-		{"file drive letter popped", "file:///C::0/%2e%2e/x", Capability{}, errAny},
-		{"file drive letter later segment", "file:///x/C:/y", read("/x/C:/y"), nil},
-		{"file root", "file:///", read("/"), nil},
-		{"file remote host", "file://evil/share", Capability{}, errAny},
-		{"file ip host", "file://127.0.0.1/etc/passwd", Capability{}, errAny},
-		{"file unc backslashes", `file:\\evil\share`, Capability{}, errAny},
-		{"file encoded slash", "file:///etc%2Fpasswd", Capability{}, errAny},
-		{"file encoded dotdot slash", "file:///tmp/..%2F..%2Fetc/passwd", Capability{}, errAny},
-		{"file encoded backslash", "file:///tmp/a%5Cb", Capability{}, errAny},
-		{"file encoded nul", "file:///etc/passwd%00.png", Capability{}, errAny},
+		{"file", "file:///etc/passwd", wantRead("/etc/passwd"), nil},
+		{"file localhost", "file://localhost/etc/passwd", wantRead("/etc/passwd"), nil},
+		{"file localhost upper", "file://LOCALHOST/etc/passwd", wantRead("/etc/passwd"), nil},
+		{"file one slash", "file:/etc/passwd", wantRead("/etc/passwd"), nil},
+		{"file dotdot", "file:///etc/../etc/passwd", wantRead("/etc/passwd"), nil},
+		{"file encoded dotdot", "file:///etc/%2e%2E/root/x", wantRead("/root/x"), nil},
+		{"file space", "file:///tmp/a%20b", wantRead("/tmp/a b"), nil},
+		{"file utf-8", "file:///tmp/%C3%A9", wantRead("/tmp/é"), nil},
+		{"file query fragment", "file:///etc/passwd?x#y", wantRead("/etc/passwd"), nil},
+		{"file drive letter", "file:///C:/x", Capability{}, errWantAny},
+		{"file drive letter pipe", "file:///c|/x", Capability{}, errWantAny},
+		{"file drive letter popped", "file:///C::0/%2e%2e/x", Capability{}, errWantAny},
+		{"file drive letter later segment", "file:///x/C:/y", wantRead("/x/C:/y"), nil},
+		{"file root", "file:///", wantRead("/"), nil},
+		{"file remote host", "file://evil/share", Capability{}, errWantAny},
+		{"file ip host", "file://127.0.0.1/etc/passwd", Capability{}, errWantAny},
+		{"file unc backslashes", `file:\\evil\share`, Capability{}, errWantAny},
+		{"file encoded slash", "file:///etc%2Fpasswd", Capability{}, errWantAny},
+		{"file encoded dotdot slash", "file:///tmp/..%2F..%2Fetc/passwd", Capability{}, errWantAny},
+		{"file encoded backslash", "file:///tmp/a%5Cb", Capability{}, errWantAny},
+		{"file encoded nul", "file:///etc/passwd%00.png", Capability{}, errWantAny},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := FromURL(tt.in)
-			if !checkErr(t, err, tt.wantErr) {
+			if !checkWantErr(t, err, tt.wantErr) {
 				return
 			}
-			if diff := cmp.Diff(tt.want, got, addrCmp); diff != "" {
+			if diff := cmp.Diff(tt.want, got, netipAddrCmp); diff != "" {
 				t.Errorf("FromURL(%q) mismatch (-want +got):\n%s", tt.in, diff)
 			}
 		})
