@@ -1,6 +1,7 @@
 package demoserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -104,14 +105,21 @@ func TestTools(t *testing.T) {
 }
 
 func TestRunOverStdio(t *testing.T) {
-	// Run serves until its input ends.
-	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
-	var out lockedBuffer
-	if err := Run(context.Background(), in, &out, nil); err != nil {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), inR, outW, nil) }()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), `"serverInfo":{"name":"aegis-demo"`) {
-		t.Errorf("initialize answered %q", out.String())
+	if !strings.Contains(line, `"serverInfo":{"name":"aegis-demo"`) {
+		t.Errorf("initialize answered %q", line)
+	}
+	inW.Close() // Run serves until its input ends
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

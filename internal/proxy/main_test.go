@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +67,19 @@ func runChild(role string) int {
 		io.Copy(io.Discard, os.Stdin)
 		for {
 			time.Sleep(time.Hour)
+		}
+	case "deaf":
+		// A server that reads nothing and ignores SIGTERM.
+		signal.Ignore(syscall.SIGTERM)
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "chatty":
+		// A server that talks without end and reads nothing.
+		for {
+			if _, err := os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", 1000) + `"}}` + "\n"); err != nil {
+				return 1
+			}
 		}
 	case "silent-exit":
 		// A server that says nothing and exits with status 0 at once.

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // A relay moves messages between one client and one server, gating
@@ -30,21 +32,41 @@ type relay struct {
 	client     io.Writer
 	clientErr  error         // the first failed write; no write follows it
 	clientGone chan struct{} // closed with clientErr set
-	stopped    bool          // Run has returned: nothing more is written
+	stopped    atomic.Bool   // Run has returned: nothing more is written
 
 	// smu serialises writes to the server. It is held across "decide the
 	// fate of a gated call and write it", and across "is this cancellation's
 	// call still being gated, else write it", so a cancellation never
-	// overtakes its call. Lock order: smu before mu.
-	smu       sync.Mutex
+	// overtakes its call. Lock order: smu before mu. It is a channel so
+	// that shutdown can give up waiting for a write a deaf server blocks.
+	smu       chanMutex
 	server    io.Writer
-	serverEOF bool // the server's input has been closed
+	serverEOF atomic.Bool // the server's input has been closed
 
 	mu       sync.Mutex
 	inflight map[string]*request // the client's requests being gated or at the server, by requestKey
 	gone     error               // set when the server has gone; later requests are answered with it
 
-	gates sync.WaitGroup
+	gates    sync.WaitGroup // gate goroutines, until they have written
+	deciding sync.WaitGroup // gate goroutines, until their gate returned
+}
+
+// A chanMutex is a mutex whose Lock can be given up.
+type chanMutex chan struct{}
+
+func (m chanMutex) Lock()   { m <- struct{}{} }
+func (m chanMutex) Unlock() { <-m }
+
+// lockWithin locks m unless that takes longer than d.
+func (m chanMutex) lockWithin(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case m <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // A request is one client request aegis is waiting on: being gated, or
@@ -75,6 +97,7 @@ func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o option
 		ctx:        ctx,
 		client:     client,
 		clientGone: make(chan struct{}),
+		smu:        make(chanMutex, 1),
 		server:     server,
 		inflight:   make(map[string]*request),
 	}
@@ -102,7 +125,7 @@ func (r *relay) clientLoop(in io.Reader) error {
 		case err != nil:
 			return err
 		}
-		if r.isStopped() {
+		if r.stopped.Load() {
 			return nil
 		}
 		r.fromClient(line)
@@ -218,6 +241,7 @@ func (r *relay) startCall(line []byte, m message) {
 		return
 	}
 	r.gates.Add(1)
+	r.deciding.Add(1)
 	go r.decide(ctx, req, bytes.Clone(line), args, m.params)
 }
 
@@ -262,6 +286,7 @@ func (r *relay) decide(ctx context.Context, req *request, msg []byte, args, para
 	defer r.gates.Done()
 	defer req.cancel()
 	v, err := r.gate.Call(ctx, req.call)
+	r.deciding.Done()
 	forward := err == nil && v.Forward
 	reason := v.Reason
 	switch {
@@ -644,9 +669,12 @@ func (r *relay) serverGone(why error) {
 // toClient writes one message to the client. After a failed write, or once
 // the relay has stopped, it writes nothing.
 func (r *relay) toClient(msg []byte) {
+	if r.stopped.Load() {
+		return
+	}
 	r.cmu.Lock()
 	defer r.cmu.Unlock()
-	if r.stopped || r.clientErr != nil {
+	if r.stopped.Load() || r.clientErr != nil {
 		return
 	}
 	if err := writeLine(r.client, msg); err != nil {
@@ -664,34 +692,31 @@ func (r *relay) toServer(msg []byte) {
 // writeServer writes one message to the server; r.smu must be held. A failed
 // write is logged: the server is gone, which its reader will notice.
 func (r *relay) writeServer(msg []byte) {
-	if r.serverEOF {
+	if r.serverEOF.Load() {
 		return
 	}
-	if err := writeLine(r.server, msg); err != nil {
+	if err := writeLine(r.server, msg); err != nil && !r.serverEOF.Load() {
 		r.log.Warn("proxy: writing to server", "err", err)
 	}
 }
 
-// closeServer closes the server's input, after any write in progress.
-func (r *relay) closeServer(c io.Closer) {
-	r.smu.Lock()
-	defer r.smu.Unlock()
-	r.serverEOF = true
+// closeServer closes the server's input, after the write in progress if
+// it completes within grace; otherwise the close cuts it short (a server
+// that does not read cannot be written to anyway).
+func (r *relay) closeServer(c io.Closer, grace time.Duration) {
+	locked := r.smu.lockWithin(grace)
+	r.serverEOF.Store(true)
 	c.Close()
+	if locked {
+		r.smu.Unlock()
+	} else {
+		r.log.Warn("proxy: the MCP server is not reading its input; closing it mid-message")
+	}
 }
 
-// stop makes every later write to the client a no-op.
-func (r *relay) stop() {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	r.stopped = true
-}
-
-func (r *relay) isStopped() bool {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	return r.stopped
-}
+// stop makes every later write to the client a no-op. It does not wait for
+// a write in progress.
+func (r *relay) stop() { r.stopped.Store(true) }
 
 // writeLine writes msg as one line with one Write.
 func writeLine(w io.Writer, msg []byte) error {

@@ -164,16 +164,38 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	clientDone := make(chan error, 1)
 	go func() { clientDone <- r.clientLoop(stdin) }()
 
+	grace := opts.ShutdownGrace
 	// drain waits for the server's output to end once the server has
-	// exited, bounded in case a child of the server holds it open.
+	// exited, bounded in case a child of the server holds it open, or the
+	// client stopped reading and the relay cannot deliver what is left.
 	drain := func() {
 		<-exited
-		outR.SetReadDeadline(time.Now().Add(min(opts.ShutdownGrace, time.Second)))
-		<-serverDone
+		outR.SetReadDeadline(time.Now().Add(min(grace, time.Second)))
+		select {
+		case <-serverDone:
+		case <-time.After(grace):
+			opts.Logger.Warn("proxy: gave up relaying the MCP server's last output: the client is not reading")
+			r.stop()
+		}
+	}
+	// gone answers the requests still waiting, unless the client will not
+	// take the answers.
+	gone := func() {
+		done := make(chan struct{})
+		go func() {
+			r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(grace):
+			opts.Logger.Warn("proxy: gave up answering the client's waiting requests: the client is not reading")
+			r.stop()
+		}
 	}
 	shutdown := func() {
-		r.closeServer(inW)
-		terminate(cmd, exited, opts.ShutdownGrace, opts.Logger)
+		r.closeServer(inW, grace)
+		terminate(cmd, exited, grace, opts.Logger)
 		drain()
 	}
 
@@ -181,15 +203,15 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	case cerr := <-clientDone:
 		// The client has said all it will. Calls it sent are decided and
 		// forwarded (or refused) before the server's input is closed.
-		idle := make(chan struct{})
-		go func() { r.gates.Wait(); close(idle) }()
+		decided := make(chan struct{})
+		go func() { r.deciding.Wait(); close(decided) }()
 		select {
-		case <-idle:
+		case <-decided:
 		case <-exited:
 		case <-ctx.Done():
 		}
 		shutdown()
-		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		gone()
 		if cerr != nil && !errors.Is(cerr, io.EOF) {
 			err = fmt.Errorf("proxy: reading from the client: %w", cerr)
 		}
@@ -198,23 +220,31 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		err = fmt.Errorf("proxy: writing to the client: %w", r.clientErr)
 	case <-serverDone:
 		// The server closed its output; it is as good as gone.
-		r.closeServer(inW)
-		terminate(cmd, exited, opts.ShutdownGrace, opts.Logger)
-		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		r.closeServer(inW, grace)
+		terminate(cmd, exited, grace, opts.Logger)
+		gone()
 		err = &ServerExitError{State: cmd.ProcessState}
 	case <-exited:
-		r.closeServer(inW)
+		r.closeServer(inW, grace)
 		drain()
-		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		gone()
 		err = &ServerExitError{State: cmd.ProcessState}
 	case <-ctx.Done():
 		shutdown()
-		r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+		gone()
 		err = ctx.Err()
 	}
-	cancel() // gates still running see a cancelled context...
-	r.gates.Wait()
-	r.stop() // ...and anything they would say now goes nowhere.
+	// Gates still running see a cancelled context; whatever they would say
+	// now goes nowhere. A gate blocked writing to a client that no longer
+	// reads is left behind rather than waited for.
+	cancel()
+	gatesDone := make(chan struct{})
+	go func() { r.gates.Wait(); close(gatesDone) }()
+	select {
+	case <-gatesDone:
+	case <-time.After(grace):
+	}
+	r.stop()
 	opts.Logger.Info("proxy: stopped", "server", describeExit(cmd.ProcessState))
 	return err
 }

@@ -186,3 +186,31 @@ func TestRunStderrLogUnwritable(t *testing.T) {
 		t.Fatalf("Run = %v, want an error about the stderr log", err)
 	}
 }
+
+func TestRunShutsDownADeafServer(t *testing.T) {
+	// The relay is blocked writing a large call to a server that does not
+	// read, and so stops reading its client (back-pressure, as without
+	// aegis). When aegis is told to stop, Run still returns.
+	ctx, cancel := context.WithCancel(context.Background())
+	rn := startRun(t, ctx, child("deaf"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
+	w := rn.client.(*mcp.IOTransport).Writer
+	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":"` + strings.Repeat("a", 1<<20) + `"}}}` + "\n"
+	if _, err := io.WriteString(w, big); err != nil {
+		t.Fatal(err)
+	}
+	go io.WriteString(w, `{"jsonrpc":"2.0","id":2,"method":"ping"}`+"\n")
+	cancel()
+	if err := rn.wait(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+}
+
+func TestRunClientThatStopsReading(t *testing.T) {
+	// The server talks, the client never reads, then closes its input: Run
+	// returns rather than waiting forever to deliver.
+	rn := startRun(t, context.Background(), child("chatty"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
+	rn.closeIn()
+	if err := rn.wait(t); err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+}
