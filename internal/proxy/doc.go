@@ -50,8 +50,8 @@
 // The relay tracks each client request it is waiting on by a key in which
 // the string "7" and the number 7 are the same, so a peer that confused the
 // two cannot route an answer past a check. Numeric ids must be canonical
-// integers within ±(2^53-1). A request whose id is already awaiting an
-// answer is refused. A server response that answers no forwarded request is
+// integers within ±(2^53-1), and ids are at most 256 bytes. A request whose
+// id is already awaiting an answer is refused. A server response that answers no forwarded request is
 // dropped: it could only be a forgery of an id the relay answered itself or
 // is still gating. (An error response with a null id is relayed.) The relay
 // never sends requests of its own, so it has no ids of its own to collide.
@@ -76,6 +76,12 @@
 // notifications/cancelled naming a call that is still being decided cancels
 // the gate's context and is held: it is forwarded right after the call, or
 // dropped, with no answer to the client, if the call is refused.
+//
+// Neither direction buffers more than one message: a server that stops
+// reading its input stops the relay from reading the client, and a client
+// that stops reading stops the relay from reading the server, exactly as
+// without aegis. At shutdown the relay gives up on such a peer after a grace
+// period instead of waiting for it.
 //
 // # Lifecycle
 //

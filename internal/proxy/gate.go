@@ -31,9 +31,10 @@ type Call struct {
 	ID json.RawMessage
 	// Tool is the tool's name (params.name), unescaped.
 	Tool string
-	// Arguments is params.arguments, raw JSON exactly as sent: always an
-	// object, "{}" when the client sent none (the server reads a missing
-	// arguments member as an empty object too).
+	// Arguments is params.arguments, raw JSON exactly as the client sent
+	// it: always an object, "{}" when the client sent none (the server reads
+	// a missing arguments member as an empty object too). A gate's
+	// replacement (Verdict.Arguments) is not reflected here.
 	Arguments json.RawMessage
 	// Meta is params._meta, raw JSON; nil when absent.
 	Meta json.RawMessage

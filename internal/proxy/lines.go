@@ -112,9 +112,6 @@ func blank(line []byte) bool {
 	return len(bytes.TrimLeft(line, " \t\r\n")) == 0
 }
 
-// maxIDBytes bounds the id an idScanner keeps.
-const maxIDBytes = 256
-
 // An idScanner finds the top-level "id" of a JSON object fed to it in
 // pieces, keeping only a few bytes: it lets the relay answer a message too
 // large to hold. It is best effort (an escaped key is not recognised), which

@@ -209,6 +209,9 @@ func classOf(method []byte) (class, error) {
 	return classOther, nil
 }
 
+// maxIDBytes bounds a request id, as raw JSON.
+const maxIDBytes = 256
+
 // maxExactInt is the largest integer every JSON peer (including JavaScript's
 // doubles) reads exactly.
 const maxExactInt = 1<<53 - 1
@@ -218,8 +221,12 @@ const maxExactInt = 1<<53 - 1
 // digits, so the string "7" and the number 7 share a key: a peer that
 // confused the two could otherwise match a response to the wrong request.
 // Only canonical integers (no fraction, exponent, leading zero or -0) within
-// ±(2^53-1) are accepted as numeric ids, so every peer reads the same number.
+// ±(2^53-1) are accepted as numeric ids, so every peer reads the same number,
+// and no id longer than maxIDBytes, so waiting requests cost little memory.
 func requestKey(raw []byte) (string, error) {
+	if len(raw) > maxIDBytes {
+		return "", fmt.Errorf("request id is longer than %d bytes", maxIDBytes)
+	}
 	if len(raw) > 0 && raw[0] == '"' {
 		return string(unquote(raw)), nil
 	}

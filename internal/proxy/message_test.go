@@ -110,6 +110,7 @@ func TestRequestKeys(t *testing.T) {
 		{name: "exponent", in: `7e0`, wantErr: true},
 		{name: "negative zero", in: `-0`, wantErr: true},
 		{name: "huge", in: `1e400`, wantErr: true},
+		{name: "long string", in: `"` + strings.Repeat("a", maxIDBytes) + `"`, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -325,6 +325,15 @@ func foldKey(k []byte) string {
 	return string(out)
 }
 
+// plain marks the bytes a string holds as they are: printable ASCII other
+// than the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // str validates the string starting at v.i. For a key it returns the
 // unescaped key, aliasing v.data when the key has no escapes.
 func (v *validator) str(isKey bool) ([]byte, error) {
@@ -334,6 +343,10 @@ func (v *validator) str(isKey bool) ([]byte, error) {
 	escaped := false
 	for v.i < len(d) {
 		c := d[v.i]
+		if plain[c] {
+			v.i++
+			continue
+		}
 		switch {
 		case c == '"':
 			raw := d[start:v.i]
