@@ -1,0 +1,36 @@
+package policycmp
+
+import (
+	"sync"
+	"testing"
+)
+
+var (
+	enginesOnce sync.Once
+	engineList  []Engine
+	enginesErr  error
+)
+
+// benchmark times the engine called name on the request mix.
+func benchmark(b *testing.B, name string) {
+	enginesOnce.Do(func() { engineList, enginesErr = Engines() })
+	if enginesErr != nil {
+		b.Fatal(enginesErr)
+	}
+	for _, e := range engineList {
+		if e.Name == name {
+			Run(b, e.Effect, Mix())
+			return
+		}
+	}
+	b.Fatalf("no engine %s", name)
+}
+
+func BenchmarkAegis10(b *testing.B)         { benchmark(b, "Aegis10") }
+func BenchmarkAegis1100(b *testing.B)       { benchmark(b, "Aegis1100") }
+func BenchmarkCedar10(b *testing.B)         { benchmark(b, "Cedar10") }
+func BenchmarkCedar1100(b *testing.B)       { benchmark(b, "Cedar1100") }
+func BenchmarkCedarSliced10(b *testing.B)   { benchmark(b, "CedarSliced10") }
+func BenchmarkCedarSliced1100(b *testing.B) { benchmark(b, "CedarSliced1100") }
+func BenchmarkOPA10(b *testing.B)           { benchmark(b, "OPA10") }
+func BenchmarkOPA1100(b *testing.B)         { benchmark(b, "OPA1100") }
