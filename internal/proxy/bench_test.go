@@ -72,27 +72,38 @@ func BenchmarkRelayDirect(b *testing.B) { benchRoundTrip(b, "demo") }
 
 func BenchmarkRelayThroughAegis(b *testing.B) { benchRoundTrip(b, "relay") }
 
-// BenchmarkRelayAddedLatency alternates calls made directly and through
-// aegis, so both see the same machine, and reports the difference of their
-// medians: the latency aegis adds to one tools/call (budget: 50 µs).
+// BenchmarkRelayThroughCopy puts a process that only copies bytes in the
+// middle: the cost of the extra process hop alone, which no relay can avoid.
+func BenchmarkRelayThroughCopy(b *testing.B) { benchRoundTrip(b, "copy") }
+
+// BenchmarkRelayAddedLatency alternates calls made directly, through a
+// process that only copies bytes, and through aegis, so all three see the
+// same machine, and reports their medians and the differences: the latency
+// aegis adds to one tools/call (budget: 50 µs), and how much of it any
+// process in the middle costs.
 func BenchmarkRelayAddedLatency(b *testing.B) {
-	direct := connectCommand(b, "demo")
-	through := connectCommand(b, "relay")
-	for range 50 {
-		timedCall(b, direct)
-		timedCall(b, through)
+	roles := []string{"demo", "copy", "relay"}
+	sessions := make([]*mcp.ClientSession, len(roles))
+	times := make([][]time.Duration, len(roles))
+	for i, role := range roles {
+		sessions[i] = connectCommand(b, role)
+		for range 50 {
+			timedCall(b, sessions[i])
+		}
+		times[i] = make([]time.Duration, 0, b.N)
 	}
-	dd := make([]time.Duration, 0, b.N)
-	dt := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
-		dd = append(dd, timedCall(b, direct))
-		dt = append(dt, timedCall(b, through))
+		for i, cs := range sessions {
+			times[i] = append(times[i], timedCall(b, cs))
+		}
 	}
-	md, mt := median(dd), median(dt)
-	b.ReportMetric(micros(md), "µs-direct")
-	b.ReportMetric(micros(mt), "µs-aegis")
-	b.ReportMetric(micros(mt-md), "µs-added")
+	direct, cp, aegis := median(times[0]), median(times[1]), median(times[2])
+	b.ReportMetric(micros(direct), "µs-direct")
+	b.ReportMetric(micros(cp), "µs-copy")
+	b.ReportMetric(micros(aegis), "µs-aegis")
+	b.ReportMetric(micros(aegis-direct), "µs-added")
+	b.ReportMetric(micros(aegis-cp), "µs-added-over-copy")
 }
 
 // discardRelay returns a relay whose writes go nowhere, for measuring the
@@ -122,7 +133,7 @@ func BenchmarkRelayMessage(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(notification)))
 		for range b.N {
-			r.fromClient(notification)
+			r.fromClient(notification) // never a call: nothing to decide
 		}
 	})
 	b.Run("request+response", func(b *testing.B) {
@@ -143,8 +154,8 @@ func BenchmarkRelayMessage(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(call) + len(tc.result)))
 			for range b.N {
-				r.fromClient(call)
-				<-forwarded // the gate ran on its goroutine and the call was written
+				go r.fromClient(call)() // as readClient does: decide on the reading goroutine
+				<-forwarded
 				r.fromServer(tc.result)
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,9 +39,13 @@ func runChild(role string) int {
 	ctx := context.Background()
 	switch role {
 	case "demo":
-		// The demo server, logging each call it receives to stderr, plus a
-		// tool that makes it crash.
-		s, err := demoserver.New(&demoserver.Options{Root: os.Getenv("AEGIS_DEMO_ROOT"), CallLog: os.Stderr})
+		// The demo server, plus a tool that makes it crash; it logs each
+		// call it receives to stderr if asked to.
+		opts := &demoserver.Options{Root: os.Getenv("AEGIS_DEMO_ROOT")}
+		if os.Getenv("AEGIS_DEMO_CALLLOG") != "" {
+			opts.CallLog = os.Stderr
+		}
+		s, err := demoserver.New(opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -55,11 +60,38 @@ func runChild(role string) int {
 		return 0
 	case "relay":
 		// aegis run -- demo, with a gate that allows everything.
-		err := Run(ctx, os.Stdin, os.Stdout, child("demo"), &testGate{}, nil)
+		if path := os.Getenv("AEGIS_PROXY_TEST_CPUPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err == nil {
+				pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
+		}
+		err := Run(ctx, os.Stdin, os.Stdout, child("demo"), allowGate{}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		return 0
+	case "copy":
+		// A byte pump with no understanding at all, wrapping the demo
+		// server: the floor for any process in the middle.
+		cmd := child("demo")
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return 1
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return 1
+		}
+		if err := cmd.Start(); err != nil {
+			return 1
+		}
+		go func() { io.Copy(in, os.Stdin); in.Close() }()
+		io.Copy(os.Stdout, out)
+		cmd.Wait()
 		return 0
 	case "stubborn":
 		// A server that ignores both the end of its input and SIGTERM.

@@ -47,6 +47,7 @@ type relay struct {
 	inflight map[string]*request // the client's requests being gated or at the server, by requestKey
 	gone     error               // set when the server has gone; later requests are answered with it
 
+	idle     chan *reading  // readers waiting to take over the client's input
 	gates    sync.WaitGroup // gate goroutines, until they have written
 	deciding sync.WaitGroup // gate goroutines, until their gate returned
 }
@@ -98,6 +99,7 @@ func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o option
 		client:     client,
 		clientGone: make(chan struct{}),
 		smu:        make(chanMutex, 1),
+		idle:       make(chan *reading),
 		server:     server,
 		inflight:   make(map[string]*request),
 	}
@@ -111,9 +113,53 @@ func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o option
 // clientLoop relays the client's messages until its input ends (io.EOF) or
 // fails.
 func (r *relay) clientLoop(in io.Reader) error {
-	lr := newLineReader(in, r.maxMsg)
+	end := make(chan error, 1)
+	r.readClient(&reading{lr: newLineReader(in, r.maxMsg), end: end, done: make(chan struct{})})
+	return <-end
+}
+
+// reading is the client's input, held by one reader at a time.
+type reading struct {
+	lr   *lineReader
+	end  chan<- error  // receives the end of the input
+	done chan struct{} // closed at the end of the input; idle readers leave
+}
+
+// readClient reads and relays the client's messages. When one is a
+// tools/call, the goroutine that read it, hot on its CPU, decides and
+// forwards it, and hands the reading to an idle reader (or a new one): the
+// call's path to the server has no hand-off between goroutines, and the
+// client's later messages do not wait for the gate. After deciding, the
+// goroutine waits, idle, to read again; readers are reused so that their
+// stacks, grown by parsing, stay grown.
+func (r *relay) readClient(in *reading) {
 	for {
-		line, err := lr.next()
+		decide := r.readUntilCall(in)
+		if decide == nil {
+			return
+		}
+		select {
+		case r.idle <- in:
+		default:
+			go r.readClient(in)
+		}
+		decide()
+		select {
+		case <-in.done:
+			return
+		case <-r.ctx.Done():
+			return
+		case in = <-r.idle:
+		}
+	}
+}
+
+// readUntilCall relays the client's messages until one is a tools/call, and
+// returns the function that decides it; or until the input ends, and
+// returns nil.
+func (r *relay) readUntilCall(in *reading) func() {
+	for {
+		line, err := in.lr.next()
 		var tooLong *tooLongError
 		switch {
 		case errors.As(err, &tooLong):
@@ -123,30 +169,37 @@ func (r *relay) clientLoop(in io.Reader) error {
 			}
 			continue
 		case err != nil:
-			return err
+		case r.stopped.Load():
+			// The relay has stopped: the input ends here.
+		default:
+			if decide := r.fromClient(line); decide != nil {
+				return decide
+			}
+			continue
 		}
-		if r.stopped.Load() {
-			return nil
-		}
-		r.fromClient(line)
+		in.end <- err
+		close(in.done)
+		return nil
 	}
 }
 
-func (r *relay) fromClient(line []byte) {
+// fromClient relays one message from the client. For a tools/call it
+// returns the function that decides and forwards it; line is no longer
+// needed by then.
+func (r *relay) fromClient(line []byte) (decide func()) {
 	m, err := parseMessage(line, r.maxDepth)
 	if err != nil {
 		r.refuseInvalid(m.id, err)
-		return
+		return nil
 	}
 	switch m.kind {
 	case kindBatch:
 		r.clientBatch(line)
 	case kindRequest:
 		if m.class == classToolsCall {
-			r.startCall(line, m)
-		} else {
-			r.forwardRequest(line, m)
+			return r.startCall(line, m)
 		}
+		r.forwardRequest(line, m)
 	case kindNotification:
 		switch m.class {
 		case classToolsCall:
@@ -159,6 +212,7 @@ func (r *relay) fromClient(line []byte) {
 	case kindResponse:
 		r.toServer(line)
 	}
+	return nil
 }
 
 // refuseInvalid answers a client message that could not be read strictly,
@@ -216,33 +270,39 @@ func (r *relay) register(reqs ...*request) (code int, err error) {
 	}
 	for _, req := range reqs {
 		r.inflight[req.key] = req
+		if req.class == classToolsCall {
+			// Counted under mu, so that once the server is marked gone no
+			// gate starts and the counts can be waited on.
+			r.gates.Add(1)
+			r.deciding.Add(1)
+		}
 	}
 	return 0, nil
 }
 
-// startCall validates a tools/call and starts its gate.
-func (r *relay) startCall(line []byte, m message) {
+// startCall validates and registers a tools/call, and returns the function
+// that decides and forwards it, or nil if it was refused already.
+func (r *relay) startCall(line []byte, m message) func() {
 	key, err := requestKey(m.id)
 	if err != nil {
 		r.toClient(errorResponse(m.id, codeInvalidRequest, "aegis: "+err.Error()))
-		return
+		return nil
 	}
 	call, args, err := parseCall(line, m)
 	if err != nil {
 		r.log.Warn("proxy: refused invalid tools/call", "err", err)
 		r.toClient(errorResponse(m.id, codeInvalidParams, "aegis: invalid tools/call: "+err.Error()))
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	req := &request{key: key, id: call.ID, class: classToolsCall, call: call, cancel: cancel}
 	if code, err := r.register(req); err != nil {
 		cancel()
 		r.toClient(errorResponse(m.id, code, err.Error()))
-		return
+		return nil
 	}
-	r.gates.Add(1)
-	r.deciding.Add(1)
-	go r.decide(ctx, req, bytes.Clone(line), args, m.params)
+	msg := bytes.Clone(line)
+	return func() { r.decide(ctx, req, msg, args, m.params) }
 }
 
 // parseCall reads a tools/call's params. args is the span of
@@ -281,7 +341,8 @@ func parseCall(line []byte, m message) (c *Call, args span, err error) {
 	return c, args, nil
 }
 
-// decide runs a call's gate and forwards or refuses the call.
+// decide runs a call's gate and forwards or refuses the call. Calls are
+// decided concurrently, each on its own goroutine.
 func (r *relay) decide(ctx context.Context, req *request, msg []byte, args, params span) {
 	defer r.gates.Done()
 	defer req.cancel()
@@ -313,11 +374,11 @@ func (r *relay) decide(ctx context.Context, req *request, msg []byte, args, para
 		return
 	}
 	r.smu.Lock()
-	defer r.smu.Unlock()
 	r.mu.Lock()
 	if gone := r.gone; gone != nil {
 		delete(r.inflight, req.key)
 		r.mu.Unlock()
+		r.smu.Unlock()
 		r.toClient(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v", gone)))
 		return
 	}
@@ -329,6 +390,7 @@ func (r *relay) decide(ctx context.Context, req *request, msg []byte, args, para
 	for _, h := range held {
 		r.writeServer(h)
 	}
+	r.smu.Unlock()
 }
 
 // replaceArguments returns msg with params.arguments replaced by a gate's
@@ -648,7 +710,15 @@ func (r *relay) serverBatch(line []byte) {
 // that was waiting on it. Requests still being gated are answered when
 // their gate returns.
 func (r *relay) serverGone(why error) {
+	r.answerGone(why, r.markGone(why))
+}
+
+// markGone records that the server has gone: no request is registered, and
+// no gate started, after it. It returns the requests that were waiting on
+// the server.
+func (r *relay) markGone(why error) []*request {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.gone = why
 	var waiting []*request
 	for key, req := range r.inflight {
@@ -657,7 +727,11 @@ func (r *relay) serverGone(why error) {
 			delete(r.inflight, key)
 		}
 	}
-	r.mu.Unlock()
+	return waiting
+}
+
+// answerGone tells the client that the server went before answering.
+func (r *relay) answerGone(why error, waiting []*request) {
 	msg := fmt.Sprintf("aegis: %v before answering", why)
 	for _, req := range waiting {
 		r.toClient(errorResponse(req.id, codeServerGone, msg))

@@ -181,9 +181,11 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	// gone answers the requests still waiting, unless the client will not
 	// take the answers.
 	gone := func() {
+		why := errors.New(describeExit(cmd.ProcessState))
+		waiting := r.markGone(why) // from here on, no gate starts
 		done := make(chan struct{})
 		go func() {
-			r.serverGone(errors.New(describeExit(cmd.ProcessState)))
+			r.answerGone(why, waiting)
 			close(done)
 		}()
 		select {

@@ -75,7 +75,7 @@ func demoRoot(t *testing.T) string {
 func TestRunWrapsARealServer(t *testing.T) {
 	ctx := context.Background()
 	gate := &testGate{deny: map[string]string{"fetch": "denied by rule no-net"}}
-	rn := startRun(t, ctx, child("demo", "AEGIS_DEMO_ROOT="+demoRoot(t)), gate, nil)
+	rn := startRun(t, ctx, child("demo", "AEGIS_DEMO_ROOT="+demoRoot(t), "AEGIS_DEMO_CALLLOG=1"), gate, nil)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, rn.client, nil)
 	if err != nil {
 		t.Fatal(err)

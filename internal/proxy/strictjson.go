@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -44,14 +45,25 @@ type validator struct {
 	maxDepth int
 	record   bool // collect the members of a top-level object in top
 	top      []member
+	keys     [][]byte // the keys of the objects being read, innermost last
 }
+
+// scratch is the memory a validation reuses.
+type scratch struct {
+	keys [][]byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return &scratch{keys: make([][]byte, 0, 64)} }}
 
 // validate checks that data is exactly one strict JSON value, optionally
 // surrounded by whitespace, nested at most maxDepth deep. It returns the first
 // byte of the value ('{' for an object, '[' for an array, ...).
 func validate(data []byte, maxDepth int) (byte, error) {
-	v := validator{data: data, maxDepth: maxDepth}
-	return v.run()
+	sc := scratchPool.Get().(*scratch)
+	v := validator{data: data, maxDepth: maxDepth, keys: sc.keys[:0]}
+	first, err := v.run()
+	sc.release(v.keys)
+	return first, err
 }
 
 // validateTop is validate that also appends the members of a top-level
@@ -59,9 +71,19 @@ func validate(data []byte, maxDepth int) (byte, error) {
 // returned with it, so a caller can still find the id of a message that was
 // rejected.
 func validateTop(data []byte, maxDepth int, top []member) (byte, []member, error) {
-	v := validator{data: data, maxDepth: maxDepth, record: true, top: top}
+	sc := scratchPool.Get().(*scratch)
+	v := validator{data: data, maxDepth: maxDepth, record: true, top: top, keys: sc.keys[:0]}
 	first, err := v.run()
+	sc.release(v.keys)
 	return first, v.top, err
+}
+
+// release returns sc to the pool with keys, its references to messages
+// dropped.
+func (sc *scratch) release(keys [][]byte) {
+	clear(keys[:cap(keys)])
+	sc.keys = keys[:0]
+	scratchPool.Put(sc)
 }
 
 func (v *validator) run() (byte, error) {
@@ -217,11 +239,10 @@ func (v *validator) object() error {
 		v.depth--
 		return nil
 	}
-	var (
-		small [pairwiseKeys][]byte
-		n     int
-		big   map[string][]byte // folded key -> key
-	)
+	// The keys read so far are v.keys[base:], compared pairwise, until
+	// there are too many and a map of case-folded keys takes over.
+	base := len(v.keys)
+	var big map[string][]byte // folded key -> key
 	for {
 		v.space()
 		if v.i >= len(v.data) {
@@ -241,7 +262,7 @@ func (v *validator) object() error {
 		// Duplicate and case-folded duplicate keys. A top-level duplicate
 		// is recorded before failing, so the caller sees both.
 		if big == nil {
-			for _, k := range small[:n] {
+			for _, k := range v.keys[base:] {
 				if bytes.EqualFold(k, key) {
 					if record {
 						v.top = append(v.top, member{key: key})
@@ -249,15 +270,12 @@ func (v *validator) object() error {
 					return dupKeyError(keyOff, k, key)
 				}
 			}
-			if n < len(small) {
-				small[n] = key
-				n++
-			} else {
-				big = make(map[string][]byte, 2*pairwiseKeys)
-				for _, k := range small[:n] {
+			v.keys = append(v.keys, key)
+			if len(v.keys)-base > pairwiseKeys {
+				big = make(map[string][]byte, 4*pairwiseKeys)
+				for _, k := range v.keys[base:] {
 					big[foldKey(k)] = k
 				}
-				big[foldKey(key)] = key
 			}
 		} else {
 			f := foldKey(key)
@@ -296,6 +314,7 @@ func (v *validator) object() error {
 		case '}':
 			v.i++
 			v.depth--
+			v.keys = v.keys[:base]
 			return nil
 		default:
 			return v.errorf("invalid character %q after object member (want ',' or '}')", v.data[v.i])
