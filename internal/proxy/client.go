@@ -1,0 +1,368 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// This file relays the client's messages to the server.
+
+// clientLoop relays the client's messages until its input ends (io.EOF) or
+// fails.
+func (r *relay) clientLoop(in io.Reader) error {
+	end := make(chan error, 1)
+	r.readClient(&reading{lr: newLineReader(in, r.maxMsg), end: end, done: make(chan struct{})})
+	return <-end
+}
+
+// reading is the client's input, held by one reader at a time.
+type reading struct {
+	lr   *lineReader
+	end  chan<- error  // receives the end of the input
+	done chan struct{} // closed at the end of the input; idle readers leave
+}
+
+// readClient reads and relays the client's messages. When one is a
+// tools/call, the goroutine that read it, hot on its CPU, decides and
+// forwards it, and hands the reading to an idle reader (or a new one): the
+// call's path to the server has no hand-off between goroutines, and the
+// client's later messages do not wait for the gate. After deciding, the
+// goroutine waits, idle, to read again; readers are reused so that their
+// stacks, grown by parsing, stay grown.
+func (r *relay) readClient(in *reading) {
+	for {
+		decide := r.readUntilCall(in)
+		if decide == nil {
+			return
+		}
+		select {
+		case r.idle <- in:
+		default:
+			go r.readClient(in)
+		}
+		decide()
+		select {
+		case <-in.done:
+			return
+		case <-r.ctx.Done():
+			return
+		case in = <-r.idle:
+		}
+	}
+}
+
+// readUntilCall relays the client's messages until one is a tools/call, and
+// returns the function that decides it; or until the input ends, and
+// returns nil.
+func (r *relay) readUntilCall(in *reading) func() {
+	for {
+		line, err := in.lr.next()
+		var tooLong *tooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			r.log.Warn("proxy: dropped oversized message from client", "limit", r.maxMsg)
+			if tooLong.ID != nil {
+				r.toClient(errorResponse(tooLong.ID, codeInvalidRequest, "aegis: "+tooLong.Error()))
+			}
+			continue
+		case err != nil:
+		case r.stopped.Load():
+			// The relay has stopped: the input ends here.
+		default:
+			if decide := r.fromClient(line); decide != nil {
+				return decide
+			}
+			continue
+		}
+		in.end <- err
+		close(in.done)
+		return nil
+	}
+}
+
+// fromClient relays one message from the client. For a tools/call it
+// returns the function that decides and forwards it; line is no longer
+// needed by then.
+func (r *relay) fromClient(line []byte) (decide func()) {
+	m, err := parseMessage(line, r.maxDepth)
+	if err != nil {
+		r.refuseInvalid(m.id, err)
+		return nil
+	}
+	switch m.kind {
+	case kindBatch:
+		r.clientBatch(line)
+	case kindRequest:
+		if m.class == classToolsCall {
+			return r.startCall(line, m)
+		}
+		r.forwardRequest(line, m)
+	case kindNotification:
+		switch m.class {
+		case classToolsCall:
+			r.log.Warn("proxy: dropped tools/call without an id (it could not be answered)")
+		case classCancelled:
+			r.forwardCancel(line, m)
+		default:
+			r.toServer(line)
+		}
+	case kindResponse:
+		r.toServer(line)
+	}
+	return nil
+}
+
+// refuseInvalid answers a client message that could not be read strictly,
+// if it had a usable id; otherwise the message is only logged.
+func (r *relay) refuseInvalid(id []byte, err error) {
+	r.log.Warn("proxy: refused invalid message from client", "err", err)
+	if !usableID(id) {
+		return
+	}
+	code := codeInvalidRequest
+	if errors.Is(err, errInvalidJSON) {
+		code = codeParseError
+	}
+	r.toClient(errorResponse(id, code, "aegis: invalid message: "+err.Error()))
+}
+
+func usableID(id []byte) bool {
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+}
+
+func (r *relay) forwardRequest(line []byte, m message) {
+	key, err := requestKey(m.id)
+	if err != nil {
+		r.toClient(errorResponse(m.id, codeInvalidRequest, "aegis: "+err.Error()))
+		return
+	}
+	req := &request{key: key, id: bytes.Clone(m.id), class: m.class, forwarded: true}
+	if code, err := r.register(req); err != nil {
+		r.toClient(errorResponse(m.id, code, err.Error()))
+		return
+	}
+	r.toServer(line)
+}
+
+// startCall validates and registers a tools/call, and returns the function
+// that decides and forwards it, or nil if it was refused already.
+func (r *relay) startCall(line []byte, m message) func() {
+	key, err := requestKey(m.id)
+	if err != nil {
+		r.toClient(errorResponse(m.id, codeInvalidRequest, "aegis: "+err.Error()))
+		return nil
+	}
+	call, args, err := parseCall(line, m)
+	if err != nil {
+		r.log.Warn("proxy: refused invalid tools/call", "err", err)
+		r.toClient(errorResponse(m.id, codeInvalidParams, "aegis: invalid tools/call: "+err.Error()))
+		return nil
+	}
+	ctx, cancel := context.WithCancel(r.ctx)
+	req := &request{key: key, id: call.ID, class: classToolsCall, call: call, cancel: cancel}
+	if code, err := r.register(req); err != nil {
+		cancel()
+		r.toClient(errorResponse(m.id, code, err.Error()))
+		return nil
+	}
+	msg := bytes.Clone(line)
+	return func() { r.decide(ctx, req, msg, args, m.params) }
+}
+
+// parseCall reads a tools/call's params. args is the span of
+// params.arguments, zero if absent.
+func parseCall(line []byte, m message) (c *Call, args span, err error) {
+	if !m.params.ok() || line[m.params[0]] != '{' {
+		return nil, span{}, errors.New("params must be an object")
+	}
+	ms := members(line, m.params[0])
+	if err := caseVariant(ms, "name", "arguments", "_meta", "task"); err != nil {
+		return nil, span{}, err
+	}
+	name := find(ms, "name")
+	if !name.ok() || line[name[0]] != '"' {
+		return nil, span{}, errors.New("params.name must be a string")
+	}
+	c = &Call{ID: bytes.Clone(m.id), Tool: string(unquote(name.of(line))), Arguments: json.RawMessage("{}")}
+	if c.Tool == "" {
+		return nil, span{}, errors.New("params.name is empty")
+	}
+	args = find(ms, "arguments")
+	if args.ok() {
+		if line[args[0]] != '{' {
+			return nil, span{}, errors.New("params.arguments must be an object")
+		}
+		c.Arguments = bytes.Clone(args.of(line))
+	}
+	if find(ms, "task").ok() {
+		// A task-augmented call returns its result later, through
+		// tasks/result, where no ResultChecker would see it.
+		return nil, span{}, errors.New("task-augmented calls (params.task) are not supported by aegis")
+	}
+	if meta := find(ms, "_meta"); meta.ok() {
+		c.Meta = bytes.Clone(meta.of(line))
+	}
+	return c, args, nil
+}
+
+// decide runs a call's gate and forwards or refuses the call. Calls are
+// decided concurrently, each on its own goroutine.
+func (r *relay) decide(ctx context.Context, req *request, msg []byte, args, params span) {
+	defer r.gates.Done()
+	defer req.cancel()
+	v, err := r.gate.Call(ctx, req.call)
+	r.deciding.Done()
+	forward := err == nil && v.Forward
+	reason := v.Reason
+	switch {
+	case err != nil:
+		r.log.Warn("proxy: gate failed; call refused", "tool", req.call.Tool, "err", err)
+		reason = reasonUnchecked
+	case !forward && reason == "":
+		reason = reasonRefused
+	case forward && v.Arguments != nil:
+		msg, err = replaceArguments(msg, args, params, v.Arguments, r.maxDepth)
+		if err != nil {
+			r.log.Error("proxy: gate returned invalid arguments; call refused", "tool", req.call.Tool, "err", err)
+			forward, reason = false, reasonUnchecked
+		}
+	}
+	if !forward {
+		r.mu.Lock()
+		delete(r.inflight, req.key)
+		cancelled := req.cancelled
+		r.mu.Unlock()
+		if !cancelled { // a cancelled request expects no answer
+			r.toClient(toolError(req.id, reason))
+		}
+		return
+	}
+	r.smu.Lock()
+	r.mu.Lock()
+	if gone := r.gone; gone != nil {
+		delete(r.inflight, req.key)
+		r.mu.Unlock()
+		r.smu.Unlock()
+		r.toClient(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v", gone)))
+		return
+	}
+	req.forwarded = true
+	held := req.held
+	req.held = nil
+	r.mu.Unlock()
+	r.writeServer(msg)
+	for _, h := range held {
+		r.writeServer(h)
+	}
+	r.smu.Unlock()
+}
+
+// replaceArguments returns msg with params.arguments replaced by a gate's
+// arguments.
+func replaceArguments(msg []byte, args, params span, repl []byte, maxDepth int) ([]byte, error) {
+	obj, err := object(repl, maxDepth)
+	if err != nil {
+		return nil, err
+	}
+	if args.ok() {
+		return splice(msg, args, obj), nil
+	}
+	end := params[1] - 1 // the closing brace
+	sep := []byte(`"arguments":`)
+	if len(members(msg, params[0])) > 0 {
+		sep = []byte(`,"arguments":`)
+	}
+	return splice(msg, span{end, end}, sep, obj), nil
+}
+
+// forwardCancel forwards notifications/cancelled, unless it names a call
+// still being gated: then the gate is cancelled and the notification waits
+// to follow the call, if the call is forwarded at all.
+func (r *relay) forwardCancel(line []byte, m message) {
+	key, ok := "", false
+	if m.params.ok() && line[m.params[0]] == '{' {
+		if rid := find(members(line, m.params[0]), "requestId"); rid.ok() {
+			key, ok = responseKey(rid.of(line))
+		}
+	}
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if ok {
+		r.mu.Lock()
+		if req := r.inflight[key]; req != nil && !req.forwarded {
+			req.cancelled = true
+			req.held = append(req.held, bytes.Clone(line))
+			req.cancel()
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+	}
+	r.writeServer(line)
+}
+
+// clientBatch relays a JSON-RPC batch (protocol versions before 2025-06-18).
+// A batch holding a tools/call, or anything invalid, is refused whole: each
+// request in it is answered with an error, in one batch.
+func (r *relay) clientBatch(line []byte) {
+	els := elements(line, skipSpace(line, 0))
+	if len(els) == 0 {
+		r.log.Warn("proxy: dropped empty batch from client")
+		return
+	}
+	var (
+		reqs   []*request
+		ids    [][]byte
+		reason error
+	)
+	for _, e := range els {
+		el := line[e[0]:e[1]]
+		m, err := parseMessage(el, r.maxDepth)
+		if usableID(m.id) && (err != nil || m.kind == kindRequest) {
+			ids = append(ids, m.id)
+		}
+		switch {
+		case reason != nil:
+		case err != nil:
+			reason = fmt.Errorf("invalid message in batch: %w", err)
+		case m.kind == kindBatch:
+			reason = errors.New("nested batch")
+		case m.class == classToolsCall:
+			reason = errors.New("a batch may not hold tools/call; send each call as its own message")
+		case m.kind == kindRequest:
+			key, err := requestKey(m.id)
+			if err != nil {
+				reason = err
+				break
+			}
+			reqs = append(reqs, &request{key: key, id: bytes.Clone(m.id), class: m.class, forwarded: true})
+		}
+	}
+	code := codeInvalidRequest
+	if reason == nil {
+		var err error
+		if code, err = r.register(reqs...); err == nil {
+			r.toServer(line)
+			return
+		}
+		reason = err
+	}
+	r.log.Warn("proxy: refused batch from client", "err", reason)
+	if len(ids) == 0 {
+		return
+	}
+	var b []byte
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		resp := errorResponse(id, code, "aegis: batch refused: "+reason.Error())
+		b = append(b, resp[:len(resp)-1]...)
+	}
+	r.toClient(append(b, "]\n"...))
+}

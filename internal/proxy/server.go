@@ -1,0 +1,216 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// This file relays the server's messages to the client.
+
+// serverLoop relays the server's messages until its output ends (io.EOF) or
+// fails.
+func (r *relay) serverLoop(out io.Reader) error {
+	lr := newLineReader(out, r.maxMsg)
+	for {
+		line, err := lr.next()
+		var tooLong *tooLongError
+		switch {
+		case errors.As(err, &tooLong):
+			r.log.Warn("proxy: dropped oversized message from server", "limit", r.maxMsg)
+			r.answerDropped(tooLong.ID, tooLong)
+			continue
+		case err != nil:
+			return err
+		}
+		r.fromServer(line)
+	}
+}
+
+func (r *relay) fromServer(line []byte) {
+	m, err := parseMessage(line, r.maxDepth)
+	if err != nil {
+		r.log.Warn("proxy: dropped invalid message from server", "err", err)
+		r.answerDropped(m.id, err)
+		return
+	}
+	switch m.kind {
+	case kindResponse:
+		if out := r.response(line, m); out != nil {
+			r.toClient(out)
+		}
+	case kindBatch:
+		r.serverBatch(line)
+	default: // requests and notifications from the server pass unchanged
+		r.toClient(line)
+	}
+}
+
+// answerDropped tells the client that the server's answer to one of its
+// requests was dropped, if id names one.
+func (r *relay) answerDropped(id []byte, why error) {
+	key, ok := responseKey(id)
+	if !ok {
+		return
+	}
+	if req := r.take(key); req != nil {
+		r.toClient(errorResponse(req.id, codeInternalError, "aegis: the server's response was withheld: "+why.Error()))
+	}
+}
+
+// take removes and returns the forwarded request with key, or nil.
+func (r *relay) take(key string) *request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req := r.inflight[key]
+	if req == nil || !req.forwarded {
+		return nil
+	}
+	delete(r.inflight, key)
+	return req
+}
+
+// response returns what to send the client for a response from the server,
+// or nil to send nothing.
+func (r *relay) response(msg []byte, m message) []byte {
+	var req *request
+	if key, ok := responseKey(m.id); ok {
+		req = r.take(key)
+	}
+	if req == nil {
+		if string(m.id) == "null" {
+			return msg // an error the server could not attribute to a request
+		}
+		// It answers nothing the client is waiting for: a forgery of an id
+		// aegis answered itself or is still gating, or a stray.
+		r.log.Warn("proxy: dropped response from server that matches no request", "id", truncate(m.id))
+		return nil
+	}
+	switch req.class {
+	case classToolsList:
+		return r.checkTools(msg, m, req)
+	case classToolsCall:
+		return r.checkResult(msg, m, req)
+	}
+	return msg
+}
+
+func (r *relay) checkTools(msg []byte, m message, req *request) []byte {
+	if r.tools == nil || !m.result.ok() {
+		return msg
+	}
+	withhold := func(err error) []byte {
+		r.log.Warn("proxy: withheld tools/list result", "err", err)
+		return errorResponse(req.id, codeInternalError, "aegis: the tool list was withheld: it could not be checked")
+	}
+	if msg[m.result[0]] != '{' {
+		return withhold(errors.New("result is not an object"))
+	}
+	ms := members(msg, m.result[0])
+	if err := caseVariant(ms, "tools"); err != nil {
+		return withhold(err)
+	}
+	ts := find(ms, "tools")
+	if !ts.ok() || msg[ts[0]] != '[' {
+		return withhold(errors.New("result has no tools array"))
+	}
+	own := bytes.Clone(ts.of(msg)) // the checker may keep what it is given
+	els := elements(own, 0)
+	tools := make([]json.RawMessage, len(els))
+	for i, e := range els {
+		if own[e[0]] != '{' {
+			return withhold(fmt.Errorf("tool %d is not an object", i))
+		}
+		tools[i] = own[e[0]:e[1]:e[1]]
+	}
+	out, err := r.tools.Tools(r.ctx, tools)
+	if err != nil {
+		return withhold(err)
+	}
+	if sameTools(out, tools) {
+		return msg
+	}
+	arr := []byte{'['}
+	for i, t := range out {
+		obj, err := object(t, r.maxDepth)
+		if err != nil {
+			return withhold(fmt.Errorf("checker returned tool %d: %w", i, err))
+		}
+		if i > 0 {
+			arr = append(arr, ',')
+		}
+		arr = append(arr, obj...)
+	}
+	return splice(msg, ts, append(arr, ']'))
+}
+
+func sameTools(a, b []json.RawMessage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *relay) checkResult(msg []byte, m message, req *request) []byte {
+	if r.results == nil || !m.result.ok() {
+		return msg
+	}
+	out, err := r.results.Result(r.ctx, req.call, bytes.Clone(m.result.of(msg)))
+	if err == nil && out != nil {
+		out, err = object(out, r.maxDepth)
+	}
+	switch {
+	case err != nil:
+		r.log.Warn("proxy: withheld tools/call result", "tool", req.call.Tool, "err", err)
+		return toolError(req.id, reasonResultWithheld)
+	case out == nil:
+		return msg
+	default:
+		return splice(msg, m.result, out)
+	}
+}
+
+// serverBatch relays a batch from the server. Its elements are handled as
+// single messages; if none of them changes, the batch is relayed byte for
+// byte, else the surviving elements are relayed one by one.
+func (r *relay) serverBatch(line []byte) {
+	var (
+		outs    [][]byte
+		changed bool
+	)
+	for _, e := range elements(line, skipSpace(line, 0)) {
+		el := line[e[0]:e[1]]
+		m, err := parseMessage(el, r.maxDepth)
+		switch {
+		case err == nil && m.kind == kindBatch:
+			err = errors.New("nested batch")
+		case err == nil && m.kind == kindResponse:
+			out := r.response(el, m)
+			changed = changed || !bytes.Equal(out, el)
+			if out != nil {
+				outs = append(outs, out)
+			}
+			continue
+		case err == nil:
+			outs = append(outs, el)
+			continue
+		}
+		r.log.Warn("proxy: dropped invalid message in batch from server", "err", err)
+		r.answerDropped(m.id, err)
+		changed = true
+	}
+	if !changed {
+		r.toClient(line)
+		return
+	}
+	for _, o := range outs {
+		r.toClient(o)
+	}
+}
