@@ -1,0 +1,170 @@
+package policy
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+)
+
+// celCostLimit bounds the work of one condition: enough for string
+// functions over a long path or a list of arguments, not for a loop that
+// holds up a call. Exceeding it is an evaluation error.
+const celCostLimit = 10_000
+
+// maxWhenLen bounds the text of one condition.
+const maxWhenLen = 4096
+
+// celCall is the `call` variable of a condition.
+type celCall struct {
+	Server    string   `cel:"server"`
+	Tool      string   `cel:"tool"`
+	Principal string   `cel:"principal"`
+	Roles     []string `cel:"roles"`
+	Origin    string   `cel:"origin"`
+	Taint     bool     `cel:"taint"`
+	Tier      string   `cel:"tier"`
+}
+
+// celCap is the `cap` variable of a condition: the capability being
+// decided, or all empty for an action rule.
+type celCap struct {
+	Kind    string   `cel:"kind"`
+	Path    string   `cel:"path"`
+	Scheme  string   `cel:"scheme"`
+	Host    string   `cel:"host"`
+	Port    int64    `cel:"port"`
+	URL     string   `cel:"url"`
+	Program string   `cel:"program"`
+	Argv    []string `cel:"argv"`
+	Shell   bool     `cel:"shell"`
+	IDKind  string   `cel:"id_kind"`
+	ID      string   `cel:"id"`
+}
+
+// celVars is the activation of one evaluation. It is built once per
+// Decide, and only when a rule with a condition is reached.
+type celVars struct {
+	call    celCall
+	cap     celCap
+	capFrom *capability.Capability // the capability cap was filled from
+}
+
+func (v *celVars) ResolveName(name string) (any, bool) {
+	switch name {
+	case "call":
+		return &v.call, true
+	case "cap":
+		return &v.cap, true
+	}
+	return nil, false
+}
+
+func (v *celVars) Parent() interpreter.Activation { return nil }
+
+func newCELVars(req *Request) *celVars {
+	v := &celVars{call: celCall{
+		Server:    req.Server,
+		Tool:      req.Tool,
+		Principal: req.Principal,
+		Roles:     req.Roles,
+		Origin:    req.Origin.String(),
+		Taint:     req.Taint,
+		Tier:      effectiveTier(req.Tier).String(),
+	}}
+	if v.call.Roles == nil {
+		v.call.Roles = []string{}
+	}
+	v.cap.Argv = []string{}
+	return v
+}
+
+// setCap points the cap variable at c (nil for an action rule).
+func (v *celVars) setCap(c *capability.Capability) {
+	if v.capFrom == c && c != nil {
+		return
+	}
+	v.capFrom = c
+	if c == nil {
+		v.cap = celCap{Argv: []string{}}
+		return
+	}
+	v.cap = celCap{
+		Kind:    c.Kind.String(),
+		Path:    c.Path,
+		Scheme:  c.Scheme,
+		Host:    c.Host,
+		Port:    int64(c.Port),
+		URL:     c.URL,
+		Program: c.Program,
+		Argv:    c.Argv,
+		Shell:   c.Shell,
+		IDKind:  c.IDKind,
+		ID:      c.ID,
+	}
+	if v.cap.Argv == nil {
+		v.cap.Argv = []string{}
+	}
+}
+
+var celEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		ext.NativeTypes(reflect.TypeFor[celCall](), reflect.TypeFor[celCap](), ext.ParseStructTags(true)),
+		cel.Variable("call", cel.ObjectType("policy.celCall")),
+		cel.Variable("cap", cel.ObjectType("policy.celCap")),
+		ext.Strings(),
+	)
+})
+
+// condition is a compiled `when`.
+type condition struct {
+	text string
+	prg  cel.Program
+}
+
+// compileCondition type-checks expr; the error is one line.
+func compileCondition(expr string) (*condition, error) {
+	if len(expr) > maxWhenLen {
+		return nil, fmt.Errorf("condition of %d bytes is too long (at most %d)", len(expr), maxWhenLen)
+	}
+	env, err := celEnv()
+	if err != nil {
+		return nil, fmt.Errorf("CEL environment: %v", err)
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		var msgs []string
+		for _, e := range iss.Errors() {
+			msgs = append(msgs, fmt.Sprintf("%s (at %d:%d of the condition)", e.Message, e.Location.Line(), e.Location.Column()+1))
+		}
+		return nil, fmt.Errorf("bad condition: %s", strings.Join(msgs, "; "))
+	}
+	if !ast.OutputType().IsExactType(types.BoolType) {
+		return nil, fmt.Errorf("bad condition: want a boolean, got %s", ast.OutputType())
+	}
+	prg, err := env.Program(ast, cel.CostLimit(celCostLimit))
+	if err != nil {
+		return nil, fmt.Errorf("bad condition: %v", err)
+	}
+	return &condition{text: expr, prg: prg}, nil
+}
+
+// eval evaluates the condition; an error, including a result that is not
+// a boolean and an exceeded cost limit, is returned as such.
+func (c *condition) eval(v *celVars) (bool, error) {
+	out, _, err := c.prg.Eval(v)
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("condition gave %s, not a boolean", out.Type())
+	}
+	return b, nil
+}

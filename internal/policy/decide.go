@@ -1,0 +1,307 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+// Request is one call to decide: who calls which tool, in what session,
+// and the capabilities derived from its arguments (canonical, package
+// capability).
+type Request struct {
+	Server    string // the configured name of the tool's server
+	Tool      string
+	Principal string
+	Roles     []string
+	Origin    Origin
+	Taint     bool // the session is tainted
+	// Bound says the tool has a confirmed binding. An unbound tool is
+	// reached only by rules that say `unbound: true`, and by deny rules.
+	Bound bool
+	// Tier is the risk tier of the tool's binding; unknown is matched as
+	// mutating.
+	Tier capability.Tier
+	Caps []capability.Capability
+}
+
+// inlineCaps is how many capability verdicts a Decision holds without
+// allocating.
+const inlineCaps = 4
+
+// Verdict is the outcome for one target of a call: its action, or one of
+// its capabilities.
+type Verdict struct {
+	// Rule is the rule that decided Effect, nil when no enforced rule
+	// matched (default deny) or the capability was invalid.
+	Rule *Rule
+	// WouldRule decided Would, the effect with shadow rules enforced.
+	WouldRule *Rule
+	Effect    Effect
+	Would     Effect
+	// Invalid is set for a capability that is not in canonical form or
+	// lacks what its kind needs (a relative path, an empty host): it is
+	// denied without consulting the rules.
+	Invalid bool
+}
+
+// verdict fills v, a zero Verdict, from the tally.
+func (t *tally) verdict(v *Verdict) {
+	if t.rule != nil {
+		v.Effect, v.Rule = t.rule.effect, t.rule.info
+	}
+	if t.would != nil {
+		v.Would, v.WouldRule = t.would.effect, t.would.info
+	}
+}
+
+// Decision is the outcome of [Set.Decide]: a value, deny unless filled in.
+// The call is allowed only if its action and every capability are allowed
+// (DESIGN.md R8). A Decision refers to the Request's capabilities and
+// names for its Reason: the request MUST NOT be changed while the Decision
+// is used.
+type Decision struct {
+	effect Effect
+	would  Effect
+	action Verdict
+	caps   [inlineCaps]Verdict
+	more   []Verdict // verdicts past inlineCaps
+	n      int
+
+	server, tool string
+	bound        bool
+	reqCaps      []capability.Capability
+}
+
+// Effect returns the decision: Deny if the action or any capability is
+// denied, else Ask if any asks, else Allow.
+func (d Decision) Effect() Effect { return d.effect }
+
+// Would returns the decision with shadow rules enforced.
+func (d Decision) Would() Effect { return d.would }
+
+// Action returns the verdict on the call's action.
+func (d Decision) Action() Verdict { return d.action }
+
+// NumCaps returns the number of capability verdicts, one per capability
+// of the request, in order.
+func (d Decision) NumCaps() int { return d.n }
+
+// Cap returns the verdict on capability i.
+func (d Decision) Cap(i int) Verdict {
+	if i < inlineCaps {
+		return d.caps[i]
+	}
+	return d.more[i-inlineCaps]
+}
+
+// Rules returns the IDs of the enforced rules that decided the action and
+// the capabilities, without repeats.
+func (d Decision) Rules() []string {
+	var ids []string
+	add := func(r *Rule) {
+		if r == nil {
+			return
+		}
+		for _, id := range ids {
+			if id == r.ID {
+				return
+			}
+		}
+		ids = append(ids, r.ID)
+	}
+	add(d.action.Rule)
+	for i := range d.n {
+		add(d.Cap(i).Rule)
+	}
+	return ids
+}
+
+// Shadowed returns the shadow rules that would change the decision if they
+// were enforced: those that decide Would on a target where it differs from
+// Effect.
+func (d Decision) Shadowed() []*Rule {
+	var out []*Rule
+	add := func(v Verdict) {
+		if v.Would == v.Effect || v.WouldRule == nil {
+			return
+		}
+		for _, r := range out {
+			if r == v.WouldRule {
+				return
+			}
+		}
+		out = append(out, v.WouldRule)
+	}
+	add(d.action)
+	for i := range d.n {
+		add(d.Cap(i))
+	}
+	return out
+}
+
+// Reason explains the decision in one line, naming the deciding rule and
+// its file:line, or what no rule allows.
+func (d Decision) Reason() string {
+	// The first target with the decision's effect explains it.
+	if d.action.Effect == d.effect && d.effect != Allow {
+		return d.explainAction(d.action, d.action.Effect, d.action.Rule)
+	}
+	for i := range d.n {
+		if v := d.Cap(i); v.Effect == d.effect && d.effect != Allow {
+			return d.explainCap(i, v, v.Effect, v.Rule)
+		}
+	}
+	s := d.explainAction(d.action, Allow, d.action.Rule)
+	switch d.n {
+	case 0:
+	case 1:
+		s += ", and its capability is allowed"
+	default:
+		s += fmt.Sprintf(", and its %d capabilities are allowed", d.n)
+	}
+	return s
+}
+
+// ShadowReason explains what shadow rules would change, or returns "" when
+// Would equals Effect: `shadow rule "x" (policy.yaml:9) denies ...`.
+func (d Decision) ShadowReason() string {
+	if d.would == d.effect {
+		return ""
+	}
+	if v := d.action; v.Would != v.Effect && v.Would == d.would {
+		return d.explainAction(v, v.Would, v.WouldRule)
+	}
+	for i := range d.n {
+		if v := d.Cap(i); v.Would != v.Effect && v.Would == d.would {
+			return d.explainCap(i, v, v.Would, v.WouldRule)
+		}
+	}
+	return fmt.Sprintf("shadow rules would %s", d.would)
+}
+
+func (d Decision) explainAction(v Verdict, e Effect, r *Rule) string {
+	what := fmt.Sprintf("tool %q on server %q", d.tool, d.server)
+	if r == nil {
+		if !d.bound {
+			return "no rule allows unbound " + what
+		}
+		return "no rule allows " + what
+	}
+	return ruleSays(r, e, what)
+}
+
+func (d Decision) explainCap(i int, v Verdict, e Effect, r *Rule) string {
+	what := "capability " + strconv.Itoa(i)
+	if i < len(d.reqCaps) {
+		what = describeCap(&d.reqCaps[i])
+	}
+	switch {
+	case v.Invalid:
+		return what + " is not a valid canonical capability"
+	case r == nil:
+		return "no rule allows " + what
+	}
+	return ruleSays(r, e, what)
+}
+
+func ruleSays(r *Rule, e Effect, what string) string {
+	s := fmt.Sprintf("rule %q (%s:%d) %s %s", r.ID, r.File, r.Line, e.verb(), what)
+	if r.Mode == Shadow {
+		s = "shadow " + s
+	}
+	if r.Reason != "" {
+		s += ": " + r.Reason
+	}
+	return s
+}
+
+// describeCap names a capability for a reason: `fs.read /home/a/x`,
+// `net.connect https://api.github.com:443`, `exec git`.
+func describeCap(c *capability.Capability) string {
+	k := c.Kind.String()
+	switch c.Kind {
+	case capability.FSRead, capability.FSWrite:
+		return k + " " + printable(c.Path)
+	case capability.NetConnect:
+		host := c.Host
+		if c.Addr.IsValid() && c.Addr.Is6() {
+			host = "[" + host + "]"
+		}
+		if c.Port != 0 {
+			host += ":" + strconv.Itoa(int(c.Port))
+		}
+		if c.Scheme != "" {
+			host = c.Scheme + "://" + host
+		}
+		return k + " " + printable(host)
+	case capability.Exec:
+		if c.Shell {
+			return k + " shell command " + strconv.Quote(short(c.Command))
+		}
+		return k + " " + printable(c.Program)
+	case capability.ID:
+		return k + " " + printable(c.IDKind) + " " + strconv.Quote(short(c.ID))
+	}
+	return k
+}
+
+// printable quotes s if it holds anything but printable, unspaced text.
+func printable(s string) string {
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f || r == '"' || !strconv.IsPrint(r) {
+			return strconv.Quote(short(s))
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+func short(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	for i := range s {
+		if i > max {
+			return s[:i] + "…"
+		}
+	}
+	return s
+}
+
+// Decide decides a call. It does not allocate unless a rule with a
+// condition is evaluated or the call has more than four capabilities.
+func (s *Set) Decide(req *Request) Decision {
+	d := Decision{server: req.Server, tool: req.Tool, bound: req.Bound, reqCaps: req.Caps, n: len(req.Caps)}
+	e := evaluator{req: req, bits: callBits(req), sig: requestSig(req)}
+	s.idx.action(&e)
+	e.t.verdict(&d.action)
+	d.effect, d.would = d.action.Effect, d.action.Would
+	if len(req.Caps) > inlineCaps {
+		d.more = make([]Verdict, len(req.Caps)-inlineCaps)
+	}
+	for i := range req.Caps {
+		var v *Verdict
+		if i < inlineCaps {
+			v = &d.caps[i]
+		} else {
+			v = &d.more[i-inlineCaps]
+		}
+		e.cap, e.t = &req.Caps[i], tally{}
+		if s.idx.capability(&e) {
+			e.t.verdict(v)
+		} else {
+			v.Invalid = true // and Deny, the zero Effect
+		}
+		d.effect, d.would = combine(d.effect, v.Effect), combine(d.would, v.Would)
+	}
+	return d
+}
+
+// combine joins the outcomes of two targets of one call: deny beats ask
+// beats allow.
+func combine(a, b Effect) Effect { return stricter(a, b) }

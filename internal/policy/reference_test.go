@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+// referenceDecide is the naive reference for Decide: it scans every rule
+// for every target, in file order, with no index and no pruning, and
+// combines the matches the plain way.
+func referenceDecide(s *Set, req *Request) outcome {
+	var vars *celVars
+	pick := func(ms []*rule) (Effect, *rule) {
+		for _, want := range []Effect{Deny, Ask, Allow} {
+			for _, r := range ms {
+				if r.effect == want {
+					return want, r
+				}
+			}
+		}
+		return Deny, nil
+	}
+	target := func(c *capability.Capability) (eff, would Effect, by, wouldBy *rule) {
+		var enforced, all []*rule
+		for _, r := range s.rules {
+			if ok, _ := refMatches(r, req, c, &vars); !ok {
+				continue
+			}
+			all = append(all, r)
+			if !r.shadow {
+				enforced = append(enforced, r)
+			}
+		}
+		eff, by = pick(enforced)
+		would, wouldBy = pick(all)
+		return eff, would, by, wouldBy
+	}
+	id := func(r *rule) string {
+		if r == nil {
+			return ""
+		}
+		return r.info.ID
+	}
+	var o outcome
+	var shadowed []*rule
+	note := func(eff, would Effect, wouldBy *rule) {
+		if eff == would || wouldBy == nil {
+			return
+		}
+		for _, r := range shadowed {
+			if r == wouldBy {
+				return
+			}
+		}
+		shadowed = append(shadowed, wouldBy)
+	}
+	eff, would, by, wouldBy := target(nil)
+	o.Effect, o.Would, o.Action = eff, would, id(by)
+	note(eff, would, wouldBy)
+	for i := range req.Caps {
+		c := &req.Caps[i]
+		if !validCap(c) {
+			o.Effect, o.Would = Deny, Deny
+			o.Caps = append(o.Caps, "!")
+			continue
+		}
+		eff, would, by, wouldBy := target(c)
+		o.Caps = append(o.Caps, id(by))
+		note(eff, would, wouldBy)
+		o.Effect = worse(o.Effect, eff)
+		o.Would = worse(o.Would, would)
+	}
+	for _, r := range shadowed {
+		o.Shadowed = append(o.Shadowed, r.info.ID)
+	}
+	return o
+}
+
+func worse(a, b Effect) Effect {
+	if a == Deny || b == Deny {
+		return Deny
+	}
+	if a == Ask || b == Ask {
+		return Ask
+	}
+	return Allow
+}
+
+// refMatches is rule.matches with the call scalars checked the plain way,
+// not through the call bits.
+func refMatches(r *rule, req *Request, c *capability.Capability, vars **celVars) (bool, error) {
+	if (c == nil) != (r.kinds == 0) || !refCallScalars(r, req) || !r.callLists(req) {
+		return false, nil
+	}
+	if c != nil && !r.matchCap(c, false) {
+		return false, nil
+	}
+	return r.cond(req, c, vars)
+}
+
+func refCallScalars(r *rule, req *Request) bool {
+	if r.unbound {
+		if req.Bound {
+			return false
+		}
+	} else if !req.Bound && r.effect != Deny {
+		return false
+	}
+	if r.origin != OriginUnknown && r.origin != req.Origin {
+		known := req.Origin == Interactive || req.Origin == Unattended
+		if known || r.effect != Deny {
+			return false
+		}
+	}
+	if r.taint == 1 && req.Taint || r.taint == 2 && !req.Taint {
+		return false
+	}
+	tier := req.Tier
+	if tier == capability.TierUnknown || tier > capability.TierMutating {
+		tier = capability.TierMutating
+	}
+	return r.tiers == 0 || r.tiers&(1<<tier) != 0
+}

@@ -1,0 +1,407 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+// Rule describes one compiled rule, for reasons, logs and `aegis explain`.
+// It is read-only: changing it changes what is reported, never what is
+// decided.
+type Rule struct {
+	ID     string
+	Reason string // the rule's reason text, empty if it has none
+	File   string
+	Line   int
+	Col    int
+	Effect Effect
+	Mode   Mode // Shadow if the rule or the whole policy is shadow
+
+	// Kinds are the capability kinds the rule decides, written or implied
+	// by its matchers; empty for an action rule.
+	Kinds []capability.Kind
+	// Unbound is set for a rule that applies only to unbound tools.
+	Unbound bool
+	// When is the rule's CEL condition, empty if it has none.
+	When string
+}
+
+// IsCapability reports whether the rule decides capabilities rather than
+// actions.
+func (r *Rule) IsCapability() bool { return len(r.Kinds) > 0 }
+
+// rule is a compiled rule: the matchers Decide evaluates. The fields Decide
+// reads for every candidate come first, so that rejecting most candidates
+// touches one cache line.
+type rule struct {
+	index   int32 // position in the file: the first of equal effect decides
+	effect  Effect
+	shadow  bool
+	unbound bool
+	origin  Origin
+	taint   int8  // 0: any, 1: untainted, 2: tainted
+	tiers   uint8 // bit set of capability.Tier; 0: any
+	kinds   kindSet
+	shell   bool
+	mask    uint32 // the call bits the rule's call scalars accept
+
+	// Call matchers; the zero value of each matches anything.
+	servers    globs
+	tools      globs
+	principals []string
+	roles      []string
+
+	// Capability matchers. kinds is zero for an action rule.
+	paths    []string
+	hasHosts bool
+	hosts    hostMatcher
+	ports    []portRange
+	schemes  []string
+	programs globs
+	idKinds  []string
+
+	when *condition
+	info *Rule
+}
+
+// kindSet is a set of capability kinds.
+type kindSet uint8
+
+func (k kindSet) has(kind capability.Kind) bool { return kind < 8 && k&(1<<kind) != 0 }
+
+var (
+	fsKinds   = kindSet(1<<capability.FSRead | 1<<capability.FSWrite)
+	netKinds  = kindSet(1 << capability.NetConnect)
+	execKinds = kindSet(1 << capability.Exec)
+	idKinds   = kindSet(1 << capability.ID)
+	allKinds  = fsKinds | netKinds | execKinds | idKinds
+)
+
+// grants reports whether the rule can grant (allow or ask). Matchers that
+// test a value the call or capability does not have match only rules that
+// cannot grant: missing information never widens a permission, and never
+// narrows a denial.
+func (r *rule) grants() bool { return r.effect != Deny }
+
+// effectiveTier is the tier a call is matched with: an unknown tier is
+// treated as mutating (package capability's contract).
+func effectiveTier(t capability.Tier) capability.Tier {
+	if t == capability.TierUnknown || t > capability.TierMutating {
+		return capability.TierMutating
+	}
+	return t
+}
+
+// matchCall reports whether the call matchers match req.
+func (r *rule) matchCall(req *Request) bool {
+	return r.callScalars(req) && r.callLists(req)
+}
+
+// The call bits: one per value of each call scalar, so that a request has
+// exactly one bit per dimension and a rule's scalar matchers are the set of
+// bits they accept. A rule matches a request's scalars iff it accepts all
+// of its bits: callBits(req) &^ rule.mask == 0.
+const (
+	bitBound uint32 = 1 << iota
+	bitUnbound
+	bitUntainted
+	bitTainted
+	bitInteractive
+	bitUnattended
+	bitOriginUnknown
+	bitReadOnly
+	bitDataRead
+	bitMutating
+)
+
+func callBits(req *Request) uint32 {
+	b := bitUnbound
+	if req.Bound {
+		b = bitBound
+	}
+	if req.Taint {
+		b |= bitTainted
+	} else {
+		b |= bitUntainted
+	}
+	switch req.Origin {
+	case Interactive:
+		b |= bitInteractive
+	case Unattended:
+		b |= bitUnattended
+	default:
+		b |= bitOriginUnknown
+	}
+	switch effectiveTier(req.Tier) {
+	case capability.TierReadOnly:
+		b |= bitReadOnly
+	case capability.TierDataRead:
+		b |= bitDataRead
+	default:
+		b |= bitMutating
+	}
+	return b
+}
+
+// callMask returns the call bits the rule's scalar matchers accept. A
+// matcher on something the call may lack (an unknown origin, a missing
+// binding) accepts it only in a deny rule.
+func (r *rule) callMask() uint32 {
+	var m uint32
+	switch {
+	case r.unbound:
+		m = bitUnbound
+	case r.effect == Deny:
+		m = bitBound | bitUnbound
+	default:
+		m = bitBound
+	}
+	switch r.taint {
+	case 1:
+		m |= bitUntainted
+	case 2:
+		m |= bitTainted
+	default:
+		m |= bitUntainted | bitTainted
+	}
+	switch r.origin {
+	case Interactive:
+		m |= bitInteractive
+	case Unattended:
+		m |= bitUnattended
+	default:
+		m |= bitInteractive | bitUnattended | bitOriginUnknown
+	}
+	if r.origin != OriginUnknown && r.effect == Deny {
+		m |= bitOriginUnknown
+	}
+	if r.tiers == 0 {
+		m |= bitReadOnly | bitDataRead | bitMutating
+	}
+	if r.tiers&(1<<capability.TierReadOnly) != 0 {
+		m |= bitReadOnly
+	}
+	if r.tiers&(1<<capability.TierDataRead) != 0 {
+		m |= bitDataRead
+	}
+	if r.tiers&(1<<capability.TierMutating) != 0 {
+		m |= bitMutating
+	}
+	return m
+}
+
+// callScalars checks the call matchers held in the rule itself: bound,
+// taint, origin and tier.
+func (r *rule) callScalars(req *Request) bool {
+	return callBits(req)&^r.mask == 0
+}
+
+// callLists checks the call matchers that are lists.
+func (r *rule) callLists(req *Request) bool {
+	if !r.servers.match(req.Server) || !r.tools.match(req.Tool) {
+		return false
+	}
+	if r.principals != nil && !slices.Contains(r.principals, req.Principal) {
+		return false
+	}
+	return r.roles == nil || anyRole(r.roles, req.Roles)
+}
+
+func anyRole(want, have []string) bool {
+	for _, h := range have {
+		if slices.Contains(want, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchCap reports whether the capability matchers match c, which MUST be
+// valid (validCap). pathDone says the path index found the rule under
+// c.Path, so its path_under holds.
+func (r *rule) matchCap(c *capability.Capability, pathDone bool) bool {
+	if !r.kinds.has(c.Kind) {
+		return false
+	}
+	switch c.Kind {
+	case capability.FSRead, capability.FSWrite:
+		if r.paths != nil && !pathDone && !anyPathUnder(c.Path, r.paths) {
+			return false
+		}
+	case capability.NetConnect:
+		if r.hasHosts && !r.hosts.match(c, !r.grants()) {
+			return false
+		}
+		if r.ports != nil {
+			if c.Port == 0 {
+				if r.grants() {
+					return false
+				}
+			} else if !inPorts(c.Port, r.ports) {
+				return false
+			}
+		}
+		if r.schemes != nil {
+			if c.Scheme == "" {
+				if r.grants() {
+					return false
+				}
+			} else if !slices.Contains(r.schemes, c.Scheme) {
+				return false
+			}
+		}
+	case capability.Exec:
+		if c.Shell {
+			// Arbitrary shell can run anything: only a rule that names
+			// it grants it, and a denial of exec in general covers it.
+			return r.shell || (!r.grants() && r.programs == nil)
+		}
+		if r.programs != nil && !r.matchProgram(c.Program) {
+			return false
+		}
+	case capability.ID:
+		if r.idKinds != nil && !slices.Contains(r.idKinds, c.IDKind) {
+			return false
+		}
+	}
+	return true
+}
+
+func anyPathUnder(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if capability.PathUnder(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func inPorts(p uint16, ranges []portRange) bool {
+	for _, r := range ranges {
+		if r.lo <= p && p <= r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// matchProgram matches the program as written. A deny rule's pattern
+// without a "/" also matches the base name of a program given by path, so
+// that denying "curl" covers /usr/bin/curl; an allow rule for "git" does
+// not allow /tmp/x/git.
+func (r *rule) matchProgram(prog string) bool {
+	if r.programs.match(prog) {
+		return true
+	}
+	if r.grants() {
+		return false
+	}
+	base := path.Base(prog)
+	if base == prog {
+		return false
+	}
+	for i := range r.programs {
+		if !hasSlash(r.programs[i].pattern) && r.programs[i].match(base) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// validCap reports whether c is a capability the policy can decide: a known
+// kind with the fields its matchers need, in canonical form. Anything else
+// is denied without consulting the rules.
+func validCap(c *capability.Capability) bool {
+	switch c.Kind {
+	case capability.FSRead, capability.FSWrite:
+		return canonicalPath(c.Path)
+	case capability.NetConnect:
+		return c.Host != ""
+	case capability.Exec:
+		return c.Shell || c.Program != ""
+	case capability.ID:
+		return true
+	}
+	return false
+}
+
+// canonicalPath reports whether p is absolute and clean: what CanonPath
+// returns, and what the path index can walk.
+func canonicalPath(p string) bool {
+	switch {
+	case p == "/":
+		return true
+	case p == "" || p[0] != '/' || p[len(p)-1] == '/':
+		return false
+	case strings.IndexByte(p, 0) >= 0 || strings.Contains(p, "//"):
+		return false
+	case !strings.Contains(p, "/."):
+		return true
+	}
+	// A component starts with a dot: is it "." or ".."?
+	for i := 0; i+1 < len(p); i++ {
+		if p[i] != '/' || p[i+1] != '.' {
+			continue
+		}
+		rest := p[i+2:]
+		if rest == "" || rest[0] == '/' || rest[0] == '.' && (len(rest) == 1 || rest[1] == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// matches reports whether the rule matches the action (c nil) or the
+// capability c of req, evaluating its condition last. vars is created on
+// the first condition evaluated. A condition that fails to evaluate makes a
+// deny or ask rule match and an allow rule not match: fail closed.
+func (r *rule) matches(req *Request, c *capability.Capability, vars **celVars) (bool, error) {
+	if c == nil {
+		if r.kinds != 0 || !r.callScalars(req) || !r.callLists(req) {
+			return false, nil
+		}
+	} else if !r.kinds.has(c.Kind) || !r.callScalars(req) || !r.matchCap(c, false) || !r.callLists(req) {
+		return false, nil
+	}
+	return r.cond(req, c, vars)
+}
+
+// matchIndexed is matches for a candidate of the index, which has checked
+// the call scalars (e.bits) and, if pathDone, the rule's path_under.
+func (r *rule) matchIndexed(e *evaluator, pathDone bool) (bool, error) {
+	if c := e.cap; c == nil {
+		if r.kinds != 0 || !r.callLists(e.req) {
+			return false, nil
+		}
+	} else if !r.kinds.has(c.Kind) || !r.matchCap(c, pathDone) || !r.callLists(e.req) {
+		return false, nil
+	}
+	return r.cond(e.req, e.cap, &e.vars)
+}
+
+func (r *rule) cond(req *Request, c *capability.Capability, vars **celVars) (bool, error) {
+	if r.when == nil {
+		return true, nil
+	}
+	if *vars == nil {
+		*vars = newCELVars(req)
+	}
+	(*vars).setCap(c)
+	ok, err := r.when.eval(*vars)
+	if err != nil {
+		return r.effect != Allow, err
+	}
+	return ok, nil
+}
