@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/gateway"
+)
+
+// maxLine caps one input line of `aegis eval`; a longer line is an error
+// line, and the run goes on.
+const maxLine = 8 << 20
+
+func cmdEval(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("eval", stderr)
+	cfgPath := fs.String("config", "", "configuration `file` (required)")
+	if err := fs.Parse(argv); err != nil {
+		return exitError{2}
+	}
+	if *cfgPath == "" || fs.NArg() != 0 {
+		return usageError(stderr, "usage: aegis eval --config FILE < events.jsonl")
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	eng, err := cfg.Engine()
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	ctx := context.Background()
+	for n := 1; ; n++ {
+		line, err := readLine(in)
+		if len(bytes.TrimSpace(line)) > 0 || err == errLineTooLong {
+			if err == errLineTooLong {
+				writeJSON(out, errorLine{Line: n, Error: fmt.Sprintf("line %d: longer than %d bytes", n, maxLine)})
+			} else {
+				writeJSON(out, evalLine(ctx, eng, n, line))
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil && err != errLineTooLong {
+			return err
+		}
+	}
+}
+
+var errLineTooLong = fmt.Errorf("line too long")
+
+// readLine returns the next line without its newline. A line over maxLine is
+// consumed whole and reported as errLineTooLong, so the next line is read
+// correctly.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxLine {
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil && err != io.EOF {
+				return nil, err
+			}
+			return nil, errLineTooLong
+		}
+		line = append(line, chunk...)
+		switch err {
+		case bufio.ErrBufferFull:
+			continue
+		case nil:
+			return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), nil
+		default:
+			return line, err
+		}
+	}
+}
+
+type errorLine struct {
+	Line  int    `json:"line"`
+	Error string `json:"error"`
+}
+
+type resultLine struct {
+	Line   int    `json:"line"`
+	Result string `json:"result"`
+}
+
+// decisionLine is the output for one call.
+type decisionLine struct {
+	Line         int             `json:"line"`
+	Decision     string          `json:"decision"`
+	Mode         string          `json:"mode"`
+	Would        string          `json:"would,omitempty"`
+	Rules        []string        `json:"rules"`
+	Capabilities []capJSON       `json:"capabilities"`
+	Reason       string          `json:"reason"`
+	Arguments    json.RawMessage `json:"arguments"`
+}
+
+func evalLine(ctx context.Context, eng *gateway.Engine, n int, line []byte) any {
+	ev, err := parseEvent(line)
+	if err != nil {
+		return errorLine{Line: n, Error: fmt.Sprintf("line %d: %v", n, err)}
+	}
+	if present(ev.Result) {
+		// Results are recorded; later checks (provenance, taint, DLP)
+		// give them effect.
+		return resultLine{Line: n, Result: "recorded"}
+	}
+	v := eng.Check(ctx, ev.call())
+	return decisionOf(n, eng, &v)
+}
+
+func decisionOf(n int, eng *gateway.Engine, v *gateway.Verdict) decisionLine {
+	d := decisionLine{
+		Line:         n,
+		Decision:     v.Effect.String(),
+		Mode:         eng.Policy().Mode().String(),
+		Rules:        []string{},
+		Capabilities: capsJSON(v.Caps),
+		Reason:       v.Reason(),
+		Arguments:    json.RawMessage("null"),
+	}
+	if v.Err == nil {
+		d.Rules = append(d.Rules, v.Decision.Rules()...)
+		if w := v.Decision.Would(); w != v.Effect {
+			d.Would = w.String()
+		}
+	}
+	if v.Arguments != nil {
+		var b bytes.Buffer
+		if json.Compact(&b, v.Arguments) == nil {
+			d.Arguments = b.Bytes()
+		}
+	}
+	return d
+}
+
+// capJSON is a capability as eval prints it: the kind and its canonical
+// fields.
+type capJSON struct {
+	Kind    string   `json:"kind"`
+	Path    string   `json:"path,omitempty"`
+	Scheme  string   `json:"scheme,omitempty"`
+	Host    string   `json:"host,omitempty"`
+	Port    uint16   `json:"port,omitempty"`
+	URL     string   `json:"url,omitempty"`
+	Classes []string `json:"classes,omitempty"`
+	Program string   `json:"program,omitempty"`
+	Argv    []string `json:"argv,omitempty"`
+	Shell   bool     `json:"shell,omitempty"`
+	Command string   `json:"command,omitempty"`
+	IDKind  string   `json:"id_kind,omitempty"`
+	ID      string   `json:"id,omitempty"`
+}
+
+func capsJSON(caps []capability.Capability) []capJSON {
+	out := make([]capJSON, 0, len(caps))
+	for _, c := range caps {
+		j := capJSON{
+			Kind: c.Kind.String(), Path: c.Path,
+			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
+			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
+			IDKind: c.IDKind, ID: c.ID,
+		}
+		if c.Kind == capability.NetConnect {
+			j.Classes = c.Classes.Names()
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// writeJSON writes v as one JSON line, without HTML escaping: the output is
+// read by people and programs, not pasted into pages.
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		enc.Encode(errorLine{Error: err.Error()})
+	}
+}

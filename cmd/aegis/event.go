@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// event is one line of `aegis eval` input: a call when it has "arguments",
+// a tool result when it has "result".
+type event struct {
+	Session   string          `json:"session"`
+	Principal string          `json:"principal"`
+	Roles     []string        `json:"roles"`
+	Origin    string          `json:"origin"`
+	Taint     bool            `json:"taint"`
+	Turn      int             `json:"turn"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    json.RawMessage `json:"result"`
+}
+
+// parseEvent decodes one event strictly: the line must be strict JSON (no
+// duplicate keys, valid UTF-8), and unknown fields are errors.
+func parseEvent(line []byte) (*event, error) {
+	if t := bytes.TrimLeft(line, " \t\r"); len(t) == 0 || t[0] != '{' {
+		return nil, errors.New("an event must be a JSON object")
+	}
+	var doc args.Doc
+	if err := doc.Decode(line, nil); err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var ev event
+	if err := dec.Decode(&ev); err != nil {
+		return nil, err
+	}
+	hasArgs, hasResult := present(ev.Arguments), present(ev.Result)
+	switch {
+	case hasArgs && hasResult:
+		return nil, errors.New(`an event has "arguments" (a call) or "result" (a result), not both`)
+	case !hasArgs && !hasResult:
+		return nil, errors.New(`an event needs "arguments" (a call) or "result" (a result)`)
+	case ev.Server == "":
+		return nil, errors.New(`missing "server"`)
+	case ev.Tool == "":
+		return nil, errors.New(`missing "tool"`)
+	}
+	if _, err := parseOrigin(ev.Origin); err != nil {
+		return nil, err
+	}
+	return &ev, nil
+}
+
+func present(m json.RawMessage) bool { return len(m) > 0 && string(m) != "null" }
+
+func parseOrigin(s string) (policy.Origin, error) {
+	switch s {
+	case "", "interactive":
+		return policy.Interactive, nil
+	case "unattended":
+		return policy.Unattended, nil
+	}
+	return 0, fmt.Errorf("origin %q: want interactive or unattended", s)
+}
+
+// call returns the gateway call of a call event. An unattended session is
+// tainted from its start (DESIGN.md R19).
+func (ev *event) call() *gateway.Call {
+	origin, _ := parseOrigin(ev.Origin)
+	return &gateway.Call{
+		Session:   ev.Session,
+		Principal: ev.Principal,
+		Roles:     ev.Roles,
+		Origin:    origin,
+		Taint:     ev.Taint || origin == policy.Unattended,
+		Turn:      ev.Turn,
+		Server:    ev.Server,
+		Tool:      ev.Tool,
+		Arguments: ev.Arguments,
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aegis-mcp/aegis/internal/config"
+)
+
+// cmdExplain prints why one call gets its decision: the binding, the
+// capabilities derived from its arguments, and every rule that matched.
+func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("explain", stderr)
+	cfgPath := fs.String("config", "", "configuration `file` (required)")
+	if err := fs.Parse(argv); err != nil {
+		return exitError{2}
+	}
+	if *cfgPath == "" || fs.NArg() > 1 {
+		return usageError(stderr, "usage: aegis explain --config FILE [EVENT]")
+	}
+	var line []byte
+	if fs.NArg() == 1 {
+		line = []byte(fs.Arg(0))
+	} else {
+		b, err := io.ReadAll(io.LimitReader(stdin, maxLine+1))
+		if err != nil {
+			return err
+		}
+		line = []byte(strings.TrimSpace(string(b)))
+	}
+	ev, err := parseEvent(line)
+	if err != nil {
+		return fmt.Errorf("event: %w", err)
+	}
+	if present(ev.Result) {
+		return fmt.Errorf("event: a result, not a call; explain takes a call")
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	eng, err := cfg.Engine()
+	if err != nil {
+		return err
+	}
+	v, x := eng.Explain(context.Background(), ev.call())
+	fmt.Fprintf(stdout, "call     %s/%s by %q\n", ev.Server, ev.Tool, ev.Principal)
+	if s := eng.Server(ev.Server); s != nil {
+		if b := s.Bindings[ev.Tool]; b != nil {
+			fmt.Fprintf(stdout, "binding  %s\n", b)
+		} else {
+			fmt.Fprintf(stdout, "binding  none: the tool is unbound (only rules saying unbound: true allow it)\n")
+		}
+	}
+	for _, c := range capsJSON(v.Caps) {
+		fmt.Fprintf(stdout, "derived  %s\n", capLine(c))
+	}
+	fmt.Fprintf(stdout, "decision %s (policy mode %s)\n", v.Effect, eng.Policy().Mode())
+	fmt.Fprintf(stdout, "reason   %s\n", v.Reason())
+	if x != nil {
+		fmt.Fprintf(stdout, "\n%s", x)
+	}
+	return nil
+}
+
+func capLine(c capJSON) string {
+	switch {
+	case c.Path != "":
+		return c.Kind + " " + c.Path
+	case c.Host != "":
+		s := c.Kind + " "
+		if c.URL != "" {
+			s += c.URL
+		} else {
+			s += c.Host
+		}
+		s += fmt.Sprintf(" (host %s, port %d", c.Host, c.Port)
+		if len(c.Classes) > 0 {
+			s += ", " + strings.Join(c.Classes, "|")
+		}
+		return s + ")"
+	case c.Shell:
+		return c.Kind + " arbitrary shell: " + c.Command
+	case c.Program != "":
+		return c.Kind + " " + strings.Join(c.Argv, " ")
+	case c.ID != "":
+		return c.Kind + " " + c.IDKind + " " + c.ID
+	}
+	return c.Kind
+}

@@ -1,0 +1,100 @@
+// Command aegis is a tool-call firewall for AI agents: it decides every MCP
+// tool call by what its arguments do.
+//
+// Usage:
+//
+//	aegis run [--config FILE] -- CMD ARGS...  wrap a stdio MCP server
+//	aegis eval --config FILE < events.jsonl   decide JSON Lines events, one JSON line out per line in
+//	aegis explain --config FILE [EVENT]       say why one call gets its decision
+//	aegis policy test FILE...                 run tables of calls with expected decisions
+//	aegis bindings [NAME]                     print the curated binding tables
+//	aegis version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `usage:
+  aegis run [--config FILE] [--server NAME] -- CMD ARG...  wrap a stdio MCP server
+  aegis eval --config FILE < events.jsonl   decide JSON Lines events (calls and results)
+  aegis explain --config FILE [EVENT]       explain the decision for one call event (JSON; stdin if absent)
+  aegis policy test FILE...                 run policy test tables
+  aegis bindings [NAME]                     print the curated binding tables
+  aegis version                             print the version
+`
+
+// version is set by the linker for releases.
+var version = "devel"
+
+// exitError carries an exit status other than 1.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit status. Exit
+// statuses: 0 success, 1 a failure or a failed test, 2 bad usage.
+func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(argv) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := argv[0], argv[1:]; cmd {
+	case "eval":
+		err = cmdEval(rest, stdin, stdout, stderr)
+	case "run":
+		err = cmdRun(rest, stdin, stdout, stderr)
+	case "explain":
+		err = cmdExplain(rest, stdin, stdout, stderr)
+	case "policy":
+		if len(rest) == 0 || rest[0] != "test" {
+			fmt.Fprint(stderr, "usage: aegis policy test FILE...\n")
+			return 2
+		}
+		err = cmdPolicyTest(rest[1:], stdout, stderr)
+	case "bindings":
+		err = cmdBindings(rest, stdout)
+	case "version":
+		fmt.Fprintf(stdout, "aegis %s\n", version)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "aegis: unknown command %q\n%s", cmd, usage)
+		return 2
+	}
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, flag.ErrHelp):
+		return 2
+	default:
+		fmt.Fprintf(stderr, "aegis: %v\n", err)
+		return 1
+	}
+}
+
+// newFlags returns a flag set for a subcommand that reports its errors on
+// stderr and returns them rather than exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("aegis "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// usageError is bad usage of a subcommand: exit status 2.
+func usageError(stderr io.Writer, format string, args ...any) error {
+	fmt.Fprintf(stderr, "aegis: "+format+"\n", args...)
+	return exitError{2}
+}

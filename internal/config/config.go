@@ -1,0 +1,185 @@
+// Package config owns aegis's configuration file: which servers exist, how
+// their arguments are bound and canonicalised, which policy decides, and the
+// argument limits. [Load] reads it strictly (unknown keys are errors with
+// file:line:col) and builds the [gateway.Engine] that every front end —
+// `aegis eval`, `aegis run`, `aegis policy test` — decides with.
+//
+// # The file
+//
+//	version: 1
+//	home: /home/alice          # what "~" means in the policy; default $HOME
+//	policy: policy.yaml        # relative to this file
+//	servers:
+//	  fs:
+//	    builtin: filesystem    # a curated binding table (filesystem, fetch)
+//	    bindings: [extra.yaml] # bindings files; their tools replace builtin ones
+//	    home: /home/alice      # the server user's home, for "~" in arguments; default: home above
+//	    local: true            # the server runs on this machine: resolve symbolic links
+//	limits:                    # caps on a call's arguments; zero: the defaults
+//	  max_bytes: 1048576
+//	  max_depth: 64
+//	  max_elements: 100000
+//	  max_string_bytes: 262144
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/binding"
+	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/strictyaml"
+)
+
+type fileDoc struct {
+	Version int                    `yaml:"version,required"`
+	Home    string                 `yaml:"home"`
+	Policy  string                 `yaml:"policy,required"`
+	Servers map[string]*fileServer `yaml:"servers,required"`
+	Limits  fileLimits             `yaml:"limits"`
+}
+
+type fileServer struct {
+	Pos      strictyaml.Pos        `yaml:"-"`
+	Builtin  string                `yaml:"builtin"`
+	Bindings strictyaml.StringList `yaml:"bindings"`
+	Home     string                `yaml:"home"`
+	Local    bool                  `yaml:"local"`
+}
+
+func (*fileServer) YAMLName() string { return "server" }
+
+type fileLimits struct {
+	MaxBytes       int `yaml:"max_bytes"`
+	MaxDepth       int `yaml:"max_depth"`
+	MaxElements    int `yaml:"max_elements"`
+	MaxStringBytes int `yaml:"max_string_bytes"`
+}
+
+// Config is a loaded configuration.
+type Config struct {
+	File    string // the configuration file
+	Home    string
+	Policy  *policy.Set
+	Servers []*gateway.Server
+	Limits  args.Limits
+	// PolicyFile is the path of the policy file, as resolved.
+	PolicyFile string
+}
+
+// Engine builds the decision engine of c.
+func (c *Config) Engine() (*gateway.Engine, error) {
+	return gateway.New(c.Policy, c.Servers, &gateway.Options{Limits: c.Limits})
+}
+
+// Load reads the configuration file at path, and the policy and bindings
+// files it names.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data, os.ReadFile)
+}
+
+// Parse reads a configuration held in data, as if read from file; readFile
+// reads the files it names (relative names are relative to file's
+// directory).
+func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Config, error) {
+	var doc fileDoc
+	if err := strictyaml.Decode(file, data, &doc); err != nil {
+		return nil, err
+	}
+	top := strictyaml.Pos{File: file, Line: 1, Col: 1}
+	if doc.Version != 1 {
+		return nil, strictyaml.ErrorAt(top, "version %d: want 1", doc.Version)
+	}
+	dir := filepath.Dir(file)
+	rel := func(name string) string {
+		if filepath.IsAbs(name) {
+			return name
+		}
+		return filepath.Join(dir, name)
+	}
+	c := &Config{File: file, Home: doc.Home}
+	if c.Home == "" {
+		c.Home, _ = os.UserHomeDir()
+	}
+	if c.Home != "" && !filepath.IsAbs(c.Home) {
+		return nil, strictyaml.ErrorAt(top, "home %q: want an absolute path", c.Home)
+	}
+	c.Limits = args.Limits{
+		MaxBytes:       doc.Limits.MaxBytes,
+		MaxDepth:       doc.Limits.MaxDepth,
+		MaxElements:    doc.Limits.MaxElements,
+		MaxStringBytes: doc.Limits.MaxStringBytes,
+	}
+	if doc.Limits.MaxBytes < 0 || doc.Limits.MaxDepth < 0 || doc.Limits.MaxElements < 0 || doc.Limits.MaxStringBytes < 0 {
+		return nil, strictyaml.ErrorAt(top, "limits must not be negative")
+	}
+
+	c.PolicyFile = rel(doc.Policy)
+	pdata, err := readFile(c.PolicyFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s: policy: %w", file, err)
+	}
+	c.Policy, err = policy.Parse(c.PolicyFile, pdata, &policy.Options{Home: c.Home})
+	if err != nil {
+		return nil, err
+	}
+
+	builtins := binding.Builtins()
+	names := make([]string, 0, len(doc.Servers))
+	for name := range doc.Servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fs := doc.Servers[name]
+		if fs == nil {
+			fs = &fileServer{Pos: top}
+		}
+		s := &gateway.Server{Name: name}
+		var sem binding.Semantics
+		if fs.Builtin != "" {
+			b := builtins[fs.Builtin]
+			if b == nil {
+				return nil, strictyaml.ErrorAt(fs.Pos, "server %q: unknown builtin %q (want one of %v)", name, fs.Builtin, binding.BuiltinNames())
+			}
+			s.Bindings, sem = b.Tools, b.Semantics
+		}
+		for _, bf := range fs.Bindings {
+			bdata, err := readFile(rel(bf))
+			if err != nil {
+				return nil, fmt.Errorf("%s: server %q: bindings: %w", fs.Pos, name, err)
+			}
+			t, err := binding.Parse(rel(bf), bdata)
+			if err != nil {
+				return nil, err
+			}
+			s.Bindings = binding.Merge(s.Bindings, t)
+		}
+		home := fs.Home
+		if home == "" {
+			home = c.Home
+		}
+		if home != "" && !filepath.IsAbs(home) {
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: home %q: want an absolute path", name, home)
+		}
+		if sem.ExpandHome {
+			// A server not known to expand "~" would read "~/x" as a
+			// relative path: with no home, CanonPath refuses it.
+			s.Options.Path.Home = home
+		}
+		if fs.Local {
+			s.Options.Path.Readlink = os.Readlink
+		}
+		s.Options.RequireNFC = sem.NFCEquivalent
+		c.Servers = append(c.Servers, s)
+	}
+	return c, nil
+}

@@ -1,0 +1,199 @@
+// Package gateway owns the pipeline of one tool call (DESIGN.md "The
+// pipeline of one call"): strict decoding of the arguments, the binding,
+// derivation and canonicalisation of capabilities, and the policy decision.
+// [Engine.Check] turns every failure on the way into a denial with a reason:
+// a call aegis cannot read with certainty is never allowed.
+//
+// The gateway does no protocol work (that is package proxy's) and keeps no
+// record (package chain's); it decides.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/binding"
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// Server is what the engine knows of one configured server.
+type Server struct {
+	Name     string
+	Bindings binding.Table   // nil: every tool is unbound
+	Options  binding.Options // how its arguments are canonicalised
+}
+
+// Engine decides calls for a set of servers under one policy. It is safe for
+// concurrent use and immutable once built.
+type Engine struct {
+	policy  *policy.Set
+	servers map[string]*Server
+	limits  args.Limits
+	scratch sync.Pool // *scratch
+}
+
+// Options configures an Engine. The zero value uses the default argument
+// limits of package args.
+type Options struct {
+	Limits args.Limits
+}
+
+// New returns an engine deciding under p for servers.
+func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
+	if p == nil {
+		return nil, errors.New("gateway: no policy")
+	}
+	e := &Engine{policy: p, servers: make(map[string]*Server, len(servers))}
+	if o != nil {
+		e.limits = o.Limits
+	}
+	for _, s := range servers {
+		if _, dup := e.servers[s.Name]; dup {
+			return nil, fmt.Errorf("gateway: server %q configured twice", s.Name)
+		}
+		e.servers[s.Name] = s
+	}
+	e.scratch.New = func() any { return new(scratch) }
+	return e, nil
+}
+
+// Policy returns the engine's policy.
+func (e *Engine) Policy() *policy.Set { return e.policy }
+
+// Server returns the configured server called name, or nil.
+func (e *Engine) Server(name string) *Server { return e.servers[name] }
+
+// Call is one tools/call with the session facts aegis knows about it.
+type Call struct {
+	Session   string
+	Principal string
+	Roles     []string
+	Origin    policy.Origin
+	Taint     bool
+	Turn      int
+	Server    string
+	Tool      string
+	Arguments []byte // the raw JSON arguments object as the model wrote it
+}
+
+// Verdict is the engine's answer for one call. Effect is what happens to
+// the call: in a shadow policy a call the rules would deny is still allowed,
+// and Decision.Would says so.
+type Verdict struct {
+	Effect   policy.Effect
+	Decision policy.Decision // valid when Err is nil and the call reached the policy
+	Caps     []capability.Capability
+	Bound    bool
+	Tier     capability.Tier
+	// Err is why the call could not be decided (unknown server, arguments
+	// over a limit or not strict JSON, an argument that cannot be
+	// canonicalised). A non-nil Err always comes with Effect Deny.
+	Err error
+	// Arguments are the arguments as they would be forwarded; nil when the
+	// call is refused.
+	Arguments []byte
+}
+
+// Reason says in one line why the call got its effect.
+func (v *Verdict) Reason() string {
+	if v.Err != nil {
+		return v.Err.Error()
+	}
+	return v.Decision.Reason()
+}
+
+// scratch is what one Check reuses from the last: the decoded document.
+// The capabilities are not reused, because the Verdict's Decision refers to
+// them.
+type scratch struct {
+	doc args.Doc
+}
+
+// ErrUnknownServer is returned (in Verdict.Err) for a call to a server the
+// configuration does not name.
+var ErrUnknownServer = errors.New("unknown server")
+
+// Check runs the pipeline for c. It never returns an undecided call: every
+// failure is a Verdict with Effect Deny and Err set.
+func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
+	sc := e.scratch.Get().(*scratch)
+	defer e.scratch.Put(sc)
+	req, v, ok := e.prepare(c, &sc.doc)
+	if !ok {
+		return v
+	}
+	return e.decide(req, c)
+}
+
+// Explain checks c like [Engine.Check] and, when the call reached the
+// policy, lists every rule that matched it.
+func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explanation) {
+	var doc args.Doc
+	req, v, ok := e.prepare(c, &doc)
+	if !ok {
+		return v, nil
+	}
+	x := e.policy.Explain(req)
+	return e.decide(req, c), &x
+}
+
+// prepare decodes the arguments and derives the capabilities of c. When it
+// cannot, it returns the denying Verdict and false.
+func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool) {
+	s := e.servers[c.Server]
+	if s == nil {
+		return nil, deny(fmt.Errorf("%w %q", ErrUnknownServer, c.Server)), false
+	}
+	if err := doc.Decode(c.Arguments, &e.limits); err != nil {
+		return nil, deny(fmt.Errorf("arguments: %w", err)), false
+	}
+	req := &policy.Request{
+		Server:    c.Server,
+		Tool:      c.Tool,
+		Principal: c.Principal,
+		Roles:     c.Roles,
+		Origin:    c.Origin,
+		Taint:     c.Taint,
+	}
+	if b := s.Bindings[c.Tool]; b != nil {
+		req.Bound = true
+		req.Tier = b.Tier
+		var err error
+		// A fresh slice: the Decision refers to the capabilities.
+		req.Caps, err = b.Derive(make([]capability.Capability, 0, 4), doc.Root(), &s.Options)
+		if err != nil {
+			v := deny(err)
+			v.Bound, v.Tier = true, b.Tier
+			return nil, v, false
+		}
+	}
+	return req, Verdict{}, true
+}
+
+// decide asks the policy. In a shadow policy the call goes through whatever
+// the rules say, and Decision.Would() says what enforcing them would do.
+func (e *Engine) decide(req *policy.Request, c *Call) Verdict {
+	d := e.policy.Decide(req)
+	v := Verdict{
+		Effect:   d.Effect(),
+		Decision: d,
+		Caps:     req.Caps,
+		Bound:    req.Bound,
+		Tier:     req.Tier,
+	}
+	if e.policy.Mode() == policy.Shadow {
+		v.Effect = policy.Allow
+	}
+	if v.Effect != policy.Deny {
+		v.Arguments = c.Arguments
+	}
+	return v
+}
+
+func deny(err error) Verdict {
+	return Verdict{Effect: policy.Deny, Err: err}
+}
