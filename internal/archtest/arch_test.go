@@ -42,6 +42,7 @@ func listPackages(t *testing.T) []pkg {
 // where it sits.
 var layers = map[string][]string{
 	"cmd/aegis":           {"*"},
+	"e2e":                 {"*"},
 	"internal/archtest":   {},
 	"internal/args":       {},
 	"internal/capability": {},
@@ -62,7 +63,7 @@ var pure = []string{"internal/args", "internal/capability", "internal/binding", 
 var ioImports = []string{"os", "os/exec", "net", "net/http", "syscall", "io/ioutil", "plugin", "unsafe"}
 
 // sdkAllowed may import the MCP SDK; nothing below the protocol layer may.
-var sdkAllowed = []string{"cmd/aegis", "internal/proxy", "internal/demoserver"}
+var sdkAllowed = []string{"cmd/aegis", "e2e", "internal/proxy", "internal/demoserver"}
 
 func TestLayers(t *testing.T) {
 	for _, p := range listPackages(t) {
