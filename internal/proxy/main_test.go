@@ -30,7 +30,13 @@ func TestMain(m *testing.M) {
 
 // child returns a command that re-executes this test binary as role.
 func child(role string, env ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	return childCtx(context.Background(), role, env...)
+}
+
+// childCtx is child, killed when ctx is done: a test passes t.Context(), so
+// that no child outlives a failed test.
+func childCtx(ctx context.Context, role string, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
 	return cmd
 }

@@ -75,7 +75,7 @@ func demoRoot(t *testing.T) string {
 func TestRunWrapsARealServer(t *testing.T) {
 	ctx := context.Background()
 	gate := &testGate{deny: map[string]string{"fetch": "denied by rule no-net"}}
-	rn := startRun(t, ctx, child("demo", "AEGIS_DEMO_ROOT="+demoRoot(t), "AEGIS_DEMO_CALLLOG=1"), gate, nil)
+	rn := startRun(t, ctx, childCtx(t.Context(), "demo", "AEGIS_DEMO_ROOT="+demoRoot(t), "AEGIS_DEMO_CALLLOG=1"), gate, nil)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, rn.client, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestRunWrapsARealServer(t *testing.T) {
 
 func TestRunServerCrashMidCall(t *testing.T) {
 	ctx := context.Background()
-	rn := startRun(t, ctx, child("demo"), &testGate{}, nil)
+	rn := startRun(t, ctx, childCtx(t.Context(), "demo"), &testGate{}, nil)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, rn.client, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestRunServerCrashMidCall(t *testing.T) {
 }
 
 func TestRunServerExitsOnItsOwn(t *testing.T) {
-	rn := startRun(t, context.Background(), child("silent-exit"), &testGate{}, nil)
+	rn := startRun(t, context.Background(), childCtx(t.Context(), "silent-exit"), &testGate{}, nil)
 	err := rn.wait(t)
 	var exit *ServerExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 0 {
@@ -139,7 +139,7 @@ func TestRunServerExitsOnItsOwn(t *testing.T) {
 }
 
 func TestRunTerminatesAServerThatWillNotExit(t *testing.T) {
-	rn := startRun(t, context.Background(), child("stubborn"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
+	rn := startRun(t, context.Background(), childCtx(t.Context(), "stubborn"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
 	rn.closeIn()
 	if err := rn.wait(t); err != nil {
 		t.Fatalf("Run = %v, want nil: the client ended the session", err)
@@ -148,7 +148,7 @@ func TestRunTerminatesAServerThatWillNotExit(t *testing.T) {
 
 func TestRunContextCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := startRun(t, ctx, child("stubborn"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
+	rn := startRun(t, ctx, childCtx(t.Context(), "stubborn"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
 	cancel()
 	if err := rn.wait(t); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v, want context.Canceled", err)
@@ -180,7 +180,7 @@ func TestRunMisuse(t *testing.T) {
 }
 
 func TestRunStderrLogUnwritable(t *testing.T) {
-	err := Run(context.Background(), strings.NewReader(""), io.Discard, child("demo"), &testGate{},
+	err := Run(context.Background(), strings.NewReader(""), io.Discard, childCtx(t.Context(), "demo"), &testGate{},
 		&Options{StderrLog: filepath.Join(t.TempDir(), "no", "such", "dir", "log")})
 	if err == nil || !strings.Contains(err.Error(), "stderr log") {
 		t.Fatalf("Run = %v, want an error about the stderr log", err)
@@ -192,7 +192,7 @@ func TestRunShutsDownADeafServer(t *testing.T) {
 	// read, and so stops reading its client (back-pressure, as without
 	// aegis). When aegis is told to stop, Run still returns.
 	ctx, cancel := context.WithCancel(context.Background())
-	rn := startRun(t, ctx, child("deaf"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
+	rn := startRun(t, ctx, childCtx(t.Context(), "deaf"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
 	w := rn.client.(*mcp.IOTransport).Writer
 	big := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":"` + strings.Repeat("a", 1<<20) + `"}}}` + "\n"
 	if _, err := io.WriteString(w, big); err != nil {
@@ -208,7 +208,7 @@ func TestRunShutsDownADeafServer(t *testing.T) {
 func TestRunClientThatStopsReading(t *testing.T) {
 	// The server talks, the client never reads, then closes its input: Run
 	// returns rather than waiting forever to deliver.
-	rn := startRun(t, context.Background(), child("chatty"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
+	rn := startRun(t, context.Background(), childCtx(t.Context(), "chatty"), &testGate{}, &Options{ShutdownGrace: 50 * time.Millisecond})
 	rn.closeIn()
 	if err := rn.wait(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
