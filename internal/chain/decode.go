@@ -65,6 +65,7 @@ func (d *decoder) str() string {
 	ascii := true
 	b := d.b
 	for {
+		i += plainRun(b[i:])
 		if i >= len(b) {
 			d.i = i
 			d.fail("unterminated string")
@@ -111,12 +112,10 @@ func (d *decoder) str() string {
 			}
 			continue
 		}
-		if c < 0x20 {
-			d.i = i
-			d.fail("unescaped control character")
-			return ""
-		}
-		i++
+		// A control character.
+		d.i = i
+		d.fail("unescaped control character")
+		return ""
 	}
 	raw := b[start:i]
 	if !ascii && !utf8.Valid(raw) {
@@ -133,6 +132,15 @@ func (d *decoder) str() string {
 	}
 	return unescape(raw)
 }
+
+// plain marks the bytes a string holds as themselves: printable ASCII
+// other than '"' and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // unescape decodes the escapes of a string str has validated.
 func unescape(raw []byte) string {
@@ -181,6 +189,9 @@ func (d *decoder) strs() []string {
 			return nil
 		}
 		if d.build {
+			if out == nil {
+				out = make([]string, 0, 4)
+			}
 			out = append(out, s)
 		}
 		if d.peek(',') {
@@ -258,7 +269,7 @@ func (d *decoder) optDigest() (v Digest) {
 
 // word reads a quoted string that must be one of words (or "" if empty is
 // allowed) and returns the matching constant, so no allocation is needed.
-func (d *decoder) word(empty bool, words ...string) string {
+func (d *decoder) word(empty bool, words []string) string {
 	if !d.lit(`"`) {
 		return ""
 	}
@@ -275,6 +286,11 @@ func (d *decoder) word(empty bool, words ...string) string {
 	d.fail(fmt.Sprintf("want one of %q", words))
 	return ""
 }
+
+var (
+	decisionWords = []string{Allow, Deny, Ask}
+	modeWords     = []string{Enforce, Shadow}
+)
 
 // timestamp reads timeLayout (no quotes).
 func (d *decoder) timestamp() time.Time {
@@ -313,8 +329,13 @@ func (d *decoder) timestamp() time.Time {
 }
 
 func daysIn(m time.Month, year int) int {
-	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	if m == time.February && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		return 29
+	}
+	return int(monthDays[m])
 }
+
+var monthDays = [13]uint8{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 
 // capKeys are a capability's keys in canonical order.
 var capKeys = [...]string{"argv", "command", "host", "id", "id_kind", "kind", "path", "port", "program", "scheme", "shell", "url"}
@@ -440,6 +461,9 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 			var c Cap
 			d.capability(&c)
 			if d.build {
+				if e.Caps == nil {
+					e.Caps = make([]Cap, 0, 2)
+				}
 				e.Caps = append(e.Caps, c)
 			}
 			if d.peek(',') {
@@ -451,11 +475,11 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 		}
 	}
 	d.lit(`,"decision":`)
-	e.Decision = d.word(false, Allow, Deny, Ask)
+	e.Decision = d.word(false, decisionWords)
 	d.lit(`,"envelope":`)
 	e.Envelope = d.optDigest()
 	d.lit(`,"mode":`)
-	e.Mode = d.word(false, Enforce, Shadow)
+	e.Mode = d.word(false, modeWords)
 	d.lit(`,"origin":`)
 	e.Origin = d.str()
 	d.lit(`,"policy_hash":`)
@@ -491,7 +515,7 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 	}
 	e.V = Version
 	d.lit(`,"would":`)
-	e.Would = d.word(true, Allow, Deny, Ask)
+	e.Would = d.word(true, decisionWords)
 	if d.err == nil && e.Would == e.Decision {
 		d.fail("would equal to decision is written as \"\"")
 	}

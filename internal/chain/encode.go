@@ -231,25 +231,38 @@ func appendDigits(dst []byte, v, width int) []byte {
 	return append(dst, buf[:width]...)
 }
 
-// hashCanonical returns SHA-256(EntryDomain || canon) using h, which it
-// resets first.
-func hashCanonical(h hash.Hash, canon []byte) (d Digest) {
-	h.Reset()
-	h.Write([]byte(EntryDomain))
-	h.Write(canon)
-	h.Sum(d[:0])
+// hasher computes entry hashes without allocating. It is not safe for
+// concurrent use.
+type hasher struct {
+	h   hash.Hash
+	sum []byte
+}
+
+func newHasher() *hasher { return &hasher{h: sha256.New(), sum: make([]byte, 0, sha256.Size)} }
+
+var (
+	entryDomain = []byte(EntryDomain)
+	closeBrace  = []byte{'}'}
+)
+
+// canonical returns SHA-256(EntryDomain || canon).
+func (hs *hasher) canonical(canon []byte) (d Digest) {
+	hs.h.Reset()
+	hs.h.Write(entryDomain)
+	hs.h.Write(canon)
+	copy(d[:], hs.h.Sum(hs.sum[:0]))
 	return d
 }
 
-// hashLineBody returns the entry hash of a stored line given its body: the
+// lineBody returns the entry hash of a stored line given its body: the
 // line without its trailing `,"hash":"…"}`. The canonical encoding is the
 // body followed by '}'.
-func hashLineBody(h hash.Hash, body []byte) (d Digest) {
-	h.Reset()
-	h.Write([]byte(EntryDomain))
-	h.Write(body)
-	h.Write([]byte{'}'})
-	h.Sum(d[:0])
+func (hs *hasher) lineBody(body []byte) (d Digest) {
+	hs.h.Reset()
+	hs.h.Write(entryDomain)
+	hs.h.Write(body)
+	hs.h.Write(closeBrace)
+	copy(d[:], hs.h.Sum(hs.sum[:0]))
 	return d
 }
 
@@ -285,7 +298,7 @@ func (e *Entry) ComputeHash() (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	return hashCanonical(sha256.New(), c), nil
+	return newHasher().canonical(c), nil
 }
 
 // MarshalJSON returns e in its stored form (one line of a segment, without

@@ -148,7 +148,7 @@ func TestRoundTrip(t *testing.T) {
 		if diff := cmp.Diff(e, &got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("decoded entry (-want +got):\n%s", diff)
 		}
-		if f.seq != e.Seq || f.prev != e.Prev || f.hash != h || hashCanonical(sha256.New(), append(f.body[:len(f.body):len(f.body)], '}')) != h {
+		if f.seq != e.Seq || f.prev != e.Prev || f.hash != h || newHasher().canonical(append(f.body[:len(f.body):len(f.body)], '}')) != h {
 			t.Errorf("facts = %+v", f)
 		}
 		// encoding/json reads the stored line into the same entry.

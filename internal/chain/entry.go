@@ -120,12 +120,10 @@ func parseHex32(b []byte) (d Digest, ok bool) {
 	if len(b) != 64 {
 		return d, false
 	}
-	for i := range d {
-		hi, lo := unhex[b[2*i]], unhex[b[2*i+1]]
-		if hi|lo == 0xff {
+	for i := 0; i < 64; i += 8 {
+		if !hex8(d[i/2:], b[i:]) {
 			return d, false
 		}
-		d[i] = hi<<4 | lo
 	}
 	return d, true
 }

@@ -3,11 +3,9 @@ package chain
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -67,7 +65,7 @@ type Log struct {
 	prev     Digest
 	buf      []byte
 	res      []result
-	h        hash.Hash
+	h        *hasher
 	closeErr error
 
 	entries   atomic.Uint64
@@ -109,7 +107,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 		batch:   opts.MaxBatch,
 		logger:  opts.Logger,
 		wrap:    opts.wrap,
-		h:       sha256.New(),
+		h:       newHasher(),
 	}
 	if l.segSize <= 0 {
 		l.segSize = 64 << 20
@@ -389,7 +387,7 @@ func (l *Log) commit(batch []*request) {
 // appendBatch appends the lines of a batch to out: its entries, numbered
 // from seq and linked from prev, then the checkpoint signing the last one.
 // It returns the results and the prev and seq that follow the batch.
-func appendBatch(out []byte, res []result, h hash.Hash, priv ed25519.PrivateKey, prev Digest, seq uint64, batch []*request) ([]byte, []result, Digest, uint64) {
+func appendBatch(out []byte, res []result, h *hasher, priv ed25519.PrivateKey, prev Digest, seq uint64, batch []*request) ([]byte, []result, Digest, uint64) {
 	for _, r := range batch {
 		start := len(out)
 		b, t := r.buf, r.t
@@ -398,7 +396,7 @@ func appendBatch(out []byte, res []result, h hash.Hash, priv ed25519.PrivateKey,
 		out = append(out, b[t.prevAt:t.seqAt]...)
 		out = strconv.AppendUint(out, seq, 10)
 		out = append(out, b[t.seqAt:len(b)-1]...)
-		d := hashLineBody(h, out[start:])
+		d := h.lineBody(out[start:])
 		out = appendLineSuffix(out, d)
 		res = append(res, result{seq: seq, prev: prev, hash: d})
 		prev = d

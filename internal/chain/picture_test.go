@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,7 +101,7 @@ func (p *picture) batch(priv ed25519.PrivateKey, labels ...string) {
 		reqs = append(reqs, r)
 		p.entries[l] = e
 	}
-	out, res, prev, next := appendBatch(nil, nil, sha256.New(), priv, p.prev, p.next, reqs)
+	out, res, prev, next := appendBatch(nil, nil, newHasher(), priv, p.prev, p.next, reqs)
 	for i, l := range labels {
 		e := p.entries[l]
 		e.V, e.Seq, e.Prev, e.Hash = Version, res[i].seq, res[i].prev, res[i].hash
@@ -178,6 +180,15 @@ func (p *picture) resign(label string, priv ed25519.PrivateKey) {
 func (p *picture) remove(label string, ck bool) {
 	s, i := p.find(label, ck)
 	p.segs[s] = slices.Delete(p.segs[s], i, i+1)
+}
+
+func mustPKCS8(t testing.TB, p *picture) []byte {
+	t.Helper()
+	der, err := x509.MarshalPKCS8PrivateKey(p.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
 
 // write lays the picture out in a fresh directory and returns it.

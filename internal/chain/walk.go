@@ -3,9 +3,7 @@ package chain
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"fmt"
-	"hash"
 	"os"
 	"runtime"
 	"sync"
@@ -279,7 +277,7 @@ func (cfg *walkConfig) parse(c *chunk) {
 	for k := range workers {
 		lo, hi := k*n/workers, (k+1)*n/workers
 		work := func() {
-			h := sha256.New()
+			h := newHasher()
 			for i := lo; i < hi; i++ {
 				cfg.parseLine(h, c, i)
 			}
@@ -295,7 +293,7 @@ func (cfg *walkConfig) parse(c *chunk) {
 
 var checkpointPrefix = []byte(`{"checkpoint":`)
 
-func (cfg *walkConfig) parseLine(h hash.Hash, c *chunk, i int) {
+func (cfg *walkConfig) parseLine(h *hasher, c *chunk, i int) {
 	line := c.data[c.starts[i]:c.ends[i]]
 	r := &c.res[i]
 	*r = lineResult{}
@@ -324,7 +322,7 @@ func (cfg *walkConfig) parseLine(h hash.Hash, c *chunk, i int) {
 	}
 	r.kind, r.seq, r.prev, r.hash = lineEntry, f.seq, f.prev, f.hash
 	if cfg.hash {
-		r.computed = hashLineBody(h, f.body)
+		r.computed = h.lineBody(f.body)
 	}
 }
 

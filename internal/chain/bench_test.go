@@ -1,0 +1,215 @@
+package chain
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchEntry is a typical entry: one fs capability, a few rules, every
+// digest set. Its stored line is about 900 bytes.
+func benchEntry(i int) *Entry {
+	return &Entry{
+		Time:           time.Date(2026, 11, 29, 12, 0, 0, i, time.UTC),
+		Session:        "0f8e6f4c-6a4b-4d61-9d9f-3b1f0c7c2e11",
+		Principal:      "alice@example.com",
+		Roles:          []string{"dev", "oncall"},
+		Origin:         "interactive",
+		Server:         "filesystem",
+		Tool:           "read_text_file",
+		ToolSchemaHash: digestOf("schema"),
+		Caps:           []Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/aegis/internal/chain/file-%d.go", i)}},
+		Decision:       Allow,
+		Mode:           Enforce,
+		Rules:          []string{"allow-project-reads", "deny-ssh"},
+		Reason:         "allowed by allow-project-reads",
+		PolicyHash:     digestOf("policy"),
+		ArgsHash:       digestOf(fmt.Sprint(i)),
+		Envelope:       digestOf(fmt.Sprint("env", i)),
+	}
+}
+
+// writeBenchChain writes n entries in batches of batch, as a Log would
+// under that many concurrent appenders, and returns the directory.
+func writeBenchChain(b *testing.B, n, batch int) (string, *picture) {
+	b.Helper()
+	p := draw(b, "G")
+	dir := b.TempDir()
+	var out []byte
+	prev, seq := p.prev, p.next
+	h := newHasher()
+	reqs := make([]*request, 0, batch)
+	flush := func() {
+		var res []result
+		out, res, prev, seq = appendBatch(out, res, h, p.priv, prev, seq, reqs)
+		reqs = reqs[:0]
+	}
+	for i := range n - 1 {
+		e := benchEntry(i)
+		r := &request{}
+		r.buf = appendCanonical(nil, e, &r.t)
+		reqs = append(reqs, r)
+		if len(reqs) == batch {
+			flush()
+		}
+	}
+	if len(reqs) > 0 {
+		flush()
+	}
+	data := append([]byte(p.segs[0][0]+p.segs[0][1]), out...)
+	if err := os.WriteFile(filepath.Join(dir, segmentName(1)), data, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return dir, p
+}
+
+// BenchmarkVerify verifies a chain of 100,000 entries and reports its speed
+// against SHA-256 of one big buffer of the same size, measured in the same
+// run (x-sha256 is the ratio; the budget is 0.5).
+func BenchmarkVerify(b *testing.B) {
+	const n = 100_000
+	for _, tc := range []struct {
+		batch int
+		all   bool
+	}{{64, false}, {64, true}, {1, false}} {
+		b.Run(fmt.Sprintf("batch=%d/all-signatures=%v", tc.batch, tc.all), func(b *testing.B) {
+			dir, p := writeBenchChain(b, n, tc.batch)
+			rep, err := Verify(dir, p.pub)
+			if err != nil || rep.Entries != n {
+				b.Fatal(rep, err)
+			}
+			shaMBps := sha256Speed(rep.Bytes)
+			b.SetBytes(rep.Bytes)
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				if _, err := VerifyWith(dir, p.pub, &VerifyOptions{AllSignatures: tc.all}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			mbps := float64(rep.Bytes) * float64(b.N) / time.Since(start).Seconds() / 1e6
+			b.ReportMetric(shaMBps, "sha256-MB/s")
+			b.ReportMetric(mbps/shaMBps, "x-sha256")
+			b.ReportMetric(float64(rep.Bytes)/n, "B/entry")
+		})
+	}
+}
+
+// sha256Speed measures SHA-256 over one buffer of size bytes, in MB/s.
+func sha256Speed(size int64) float64 {
+	buf := make([]byte, size)
+	best := 0.0
+	for range 5 {
+		t := time.Now()
+		sha256.Sum256(buf)
+		if v := float64(size) / time.Since(t).Seconds() / 1e6; v > best {
+			best = v
+		}
+	}
+	return best
+}
+
+// BenchmarkScan reads a chain of 100,000 entries, decoding each fully, and
+// reports the time per entry; recheck of 1,000,000 entries has 2 s in all,
+// policy decisions included.
+func BenchmarkScan(b *testing.B) {
+	const n = 100_000
+	dir, _ := writeBenchChain(b, n, 64)
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		var count int
+		if err := Scan(dir, func(e *Entry) error { count++; return nil }); err != nil || count != n {
+			b.Fatal(count, err)
+		}
+	}
+	per := time.Since(start).Seconds() / float64(b.N) / n
+	b.ReportMetric(per*1e9, "ns/entry")
+	b.ReportMetric(per*1e6, "s/1M-entries")
+}
+
+func BenchmarkDecodeEntry(b *testing.B) {
+	e := benchEntry(1)
+	e.Seq = 1
+	e.Hash, _ = e.ComputeHash()
+	line, _ := e.MarshalJSON()
+	b.SetBytes(int64(len(line)))
+	b.Run("build", func(b *testing.B) {
+		b.ReportAllocs()
+		var x Entry
+		for b.Loop() {
+			if _, err := decodeEntry(line, &x); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeEntry(line, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkEncodeEntry(b *testing.B) {
+	e := benchEntry(1)
+	var buf []byte
+	var t template
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = appendCanonical(buf[:0], e, &t)
+	}
+	b.SetBytes(int64(len(buf)))
+}
+
+// BenchmarkAppend measures durable appends (written and fdatasynced) from
+// concurrent appenders on this machine's disk, with the fsync figures of
+// the same run: entries/s is the budget (200,000 with 64 appenders).
+func BenchmarkAppend(b *testing.B) {
+	for _, appenders := range []int{1, 64, 256} {
+		b.Run(fmt.Sprintf("appenders=%d", appenders), func(b *testing.B) {
+			dir := b.TempDir()
+			l := openT(b, dir, nil)
+			defer l.Close()
+			b.ReportAllocs()
+			var wg sync.WaitGroup
+			var next sync.Mutex
+			left := b.N
+			start := time.Now()
+			for g := range appenders {
+				wg.Go(func() {
+					e := benchEntry(g)
+					for {
+						next.Lock()
+						if left == 0 {
+							next.Unlock()
+							return
+						}
+						left--
+						next.Unlock()
+						e.Time = time.Time{}
+						if _, _, err := l.Append(context.Background(), e); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			el := time.Since(start)
+			st := l.Stats()
+			b.ReportMetric(float64(st.Entries)/el.Seconds(), "entries/s")
+			b.ReportMetric(float64(st.Batches)/el.Seconds(), "fsyncs/s")
+			b.ReportMetric(float64(st.Entries)/float64(st.Batches), "entries/batch")
+			b.ReportMetric(float64(st.SyncTime.Microseconds())/float64(st.Batches), "µs/fsync")
+		})
+	}
+}

@@ -1,0 +1,251 @@
+package chain
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+var decisions = [...]string{Allow, Deny, Ask}
+
+// FuzzCanonical builds entries from fuzzed fields and checks the encoder
+// three ways: its output is what a naive RFC 8785 implementation makes of
+// it, encoding/json reads it back into an entry that re-encodes to the same
+// bytes (age's FuzzMalleability), and so does the strict decoder.
+func FuzzCanonical(f *testing.F) {
+	f.Add(uint64(7), int64(1_700_000_000_123_456_789), "alice", "/home/alice/a\"b", "api.github.com", uint16(443), "git", "log\n", false, uint8(1), uint8(0), "dev,ops", []byte("x"))
+	f.Add(uint64(1), int64(0), "", "", "", uint16(0), "", "", true, uint8(0), uint8(1), "", []byte{})
+	f.Add(uint64(MaxSeq), int64(-1), "\u2028\u2029\x7f\x00\x1f", "é/😀", "xn--bcher-kva.example", uint16(65535), "\\", "\"", true, uint8(2), uint8(3), ",,", []byte("y"))
+	f.Fuzz(func(t *testing.T, seq uint64, nanos int64, principal, path, host string, port uint16, prog, arg string, shell bool, dec, would uint8, roles string, digest []byte) {
+		e := &Entry{
+			Seq:       seq,
+			Time:      time.Unix(0, nanos),
+			Session:   arg + principal,
+			Principal: principal,
+			Roles:     strings.Split(roles, ","),
+			Origin:    "interactive",
+			Server:    host,
+			Tool:      prog,
+			Decision:  decisions[dec%3],
+			Mode:      []string{Enforce, Shadow}[would%2],
+			Rules:     []string{path},
+			Reason:    arg,
+			Caps: []Cap{
+				{Kind: "fs.read", Path: path},
+				{Kind: "net.connect", Scheme: "https", Host: host, Port: port, URL: "https://" + host + path},
+				{Kind: "exec", Program: prog, Argv: []string{prog, arg}[:len(arg)%3%2+1], Shell: shell, Command: arg},
+				{Kind: "id", IDKind: prog, ID: arg},
+			},
+		}
+		if would%4 > 0 {
+			e.Would = decisions[(would%4)-1]
+		}
+		if len(digest) > 0 {
+			e.ArgsHash = digestOf(string(digest))
+			e.Envelope = digestOf(string(digest) + "e")
+			e.Prev = digestOf(string(digest) + "p")
+		}
+		valid := true
+		for _, s := range []string{principal, path, host, prog, arg, roles} {
+			valid = valid && utf8.ValidString(s)
+		}
+		c, err := e.Canonical()
+		if !valid || e.Seq > MaxSeq || e.Time.UTC().Year() > 9999 || e.Time.UTC().Year() < 0 {
+			if err == nil {
+				t.Fatalf("Canonical accepted an unrecordable entry: %+v", e)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Canonical: %v", err)
+		}
+
+		ref, err := refJCS(c)
+		if err != nil {
+			t.Fatalf("reference cannot read %s: %v", c, err)
+		}
+		if !bytes.Equal(ref, c) {
+			t.Fatalf("not JCS:\n got %s\nref %s", c, ref)
+		}
+
+		var std Entry
+		if err := json.Unmarshal(c, &std); err != nil {
+			t.Fatalf("encoding/json cannot read %s: %v", c, err)
+		}
+		c2, err := std.Canonical()
+		if err != nil || !bytes.Equal(c, c2) {
+			t.Fatalf("encoding/json round trip:\n was %s\n now %s (%v)", c, c2, err)
+		}
+
+		e.Hash, _ = e.ComputeHash()
+		line, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Entry
+		if _, err := decodeEntry(line, &got); err != nil || e.Seq == 0 {
+			if e.Seq == 0 && err != nil {
+				return // stored entries are numbered from 1
+			}
+			t.Fatalf("decoder: %s: %v", line, err)
+		}
+		c3, err := got.Canonical()
+		if err != nil || !bytes.Equal(c, c3) {
+			t.Fatalf("decoder round trip:\n was %s\n now %s (%v)", c, c3, err)
+		}
+	})
+}
+
+// FuzzDecode feeds arbitrary lines to the strict decoders: whatever they
+// accept must re-encode to exactly the same bytes (one spelling per entry),
+// must read the same under encoding/json, and must be JCS.
+func FuzzDecode(f *testing.F) {
+	e := sample()
+	e.Hash, _ = e.ComputeHash()
+	good, _ := e.MarshalJSON()
+	f.Add(good)
+	m, _ := minimal().MarshalJSON()
+	f.Add(m)
+	for _, lines := range draw(f, "G -> A B").segs {
+		for _, l := range lines {
+			f.Add([]byte(strings.TrimSuffix(l, "\n")))
+		}
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var got Entry
+		facts, err := decodeEntry(line, &got)
+		_, verr := decodeEntry(line, nil)
+		if (err == nil) != (verr == nil) {
+			t.Fatalf("building and validating disagree: %v vs %v", err, verr)
+		}
+		if err == nil {
+			again, err := got.MarshalJSON()
+			if err != nil || !bytes.Equal(again, line) {
+				t.Fatalf("accepted a line that re-encodes differently:\n line %q\n back %q (%v)", line, again, err)
+			}
+			body := append(bytes.Clone(facts.body), '}')
+			if ref, err := refJCS(body); err != nil || !bytes.Equal(ref, body) {
+				t.Fatalf("accepted a body that is not JCS: %s", body)
+			}
+			var std Entry
+			if err := json.Unmarshal(line, &std); err != nil {
+				t.Fatalf("encoding/json refuses an accepted line: %v", err)
+			}
+			if c1, c2 := mustCanon(t, &got), mustCanon(t, &std); !bytes.Equal(c1, c2) {
+				t.Fatalf("encoding/json reads another entry:\n%s\n%s", c1, c2)
+			}
+		}
+		if ck, err := decodeCheckpoint(line); err == nil {
+			if back := appendCheckpoint(nil, &ck); !bytes.Equal(back[:len(back)-1], line) {
+				t.Fatalf("accepted a checkpoint that re-encodes differently: %q", line)
+			}
+		}
+	})
+}
+
+func mustCanon(t *testing.T, e *Entry) []byte {
+	c, err := e.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fuzzDir returns one directory per fuzz worker, in memory where possible.
+func fuzzDir(f *testing.F) string {
+	dir, err := os.MkdirTemp("/dev/shm", "chainfuzz")
+	if err != nil {
+		return f.TempDir()
+	}
+	f.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func chainSeeds(f *testing.F) {
+	for _, spec := range []string{"G -> A -> B -> C", "G -> A B C", "G"} {
+		p := draw(f, spec)
+		f.Add([]byte(strings.Join(p.segs[0], "")))
+	}
+}
+
+func resetDir(t *testing.T, dir string, data []byte) {
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		os.Remove(filepath.Join(dir, de.Name()))
+	}
+	if err := os.WriteFile(filepath.Join(dir, segmentName(1)), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzVerify runs corrupted segment files through Verify, Scan and Open's
+// recovery: no panic, and the three agree. A segment Verify accepts must
+// scan to the same entries, and Open must recover it to exactly its signed
+// part and continue it.
+func FuzzVerify(f *testing.F) {
+	chainSeeds(f)
+	dir := fuzzDir(f)
+	p := draw(f, "G")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		resetDir(t, dir, data)
+		rep, err := VerifyWith(dir, p.pub, &VerifyOptions{AllSignatures: len(data)%2 == 0})
+		var be *BreakError
+		if err != nil && !errors.As(err, &be) {
+			t.Fatalf("Verify: %v is neither nil nor a BreakError", err)
+		}
+		var n uint64
+		serr := Scan(dir, func(e *Entry) error { n++; return nil })
+		if err != nil {
+			return
+		}
+		if serr != nil || n != rep.Entries {
+			t.Fatalf("Verify passed %d entries; Scan: %d, %v", rep.Entries, n, serr)
+		}
+		if err := os.WriteFile(filepath.Join(dir, PublicKeyFile), MarshalPublicKey(p.pub), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, PrivateKeyFile), mustPKCS8(t, p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(dir, &Options{Logger: quiet, wrap: noSync})
+		if err != nil {
+			t.Fatalf("Verify passed (%+v) but Open refused: %v", rep, err)
+		}
+		l.Close()
+		after, err := Verify(dir, p.pub)
+		if err != nil || after.Truncated() || after.Entries != rep.Signed {
+			t.Fatalf("recovery from %+v left %+v, %v", rep, after, err)
+		}
+	})
+}
+
+// FuzzScan runs corrupted segment files through Scan: no panic, and every
+// entry it passes on is recordable and in order.
+func FuzzScan(f *testing.F) {
+	chainSeeds(f)
+	dir := fuzzDir(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		resetDir(t, dir, data)
+		var next uint64 = 1
+		err := Scan(dir, func(e *Entry) error {
+			if e.Seq != next {
+				t.Fatalf("Scan passed seq %d, want %d", e.Seq, next)
+			}
+			next++
+			if _, err := e.Canonical(); err != nil {
+				t.Fatalf("Scan passed an unrecordable entry: %v", err)
+			}
+			return nil
+		})
+		var be *BreakError
+		if err != nil && !errors.As(err, &be) {
+			t.Fatalf("Scan: %v is neither nil nor a BreakError", err)
+		}
+	})
+}

@@ -1,0 +1,50 @@
+package chain
+
+import (
+	"bytes"
+	"encoding/hex"
+	"testing"
+)
+
+// FuzzSWAR checks the word-at-a-time helpers against the obvious loops.
+func FuzzSWAR(f *testing.F) {
+	f.Add([]byte("0123456789abcdef"))
+	f.Add([]byte("0123456789ABCDEF"))
+	f.Add([]byte("hello \"world\" \\ \x00\x7f\x80\xff/:@`{~"))
+	f.Add([]byte("gggggggg////////::::::::````````"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) >= 8 {
+			var got [4]byte
+			ok := hex8(got[:], b)
+			want, err := hex.DecodeString(string(b[:8]))
+			lower := bytes.Equal(bytes.ToLower(b[:8]), b[:8])
+			if ok != (err == nil && lower) || (ok && !bytes.Equal(got[:], want)) {
+				t.Fatalf("hex8(%q) = %x, %v; want %x, %v", b[:8], got, ok, want, err == nil && lower)
+			}
+		}
+		want := 0
+		for want < len(b) && b[want] >= 0x20 && b[want] < 0x80 && b[want] != '"' && b[want] != '\\' {
+			want++
+		}
+		if got := plainRun(b); got != want {
+			t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
+		}
+	})
+}
+
+func TestHex8Exhaustive(t *testing.T) {
+	// Every byte value in every position, the rest valid.
+	for pos := range 8 {
+		for c := range 256 {
+			b := []byte("a0f9e1d2")
+			b[pos] = byte(c)
+			var got [4]byte
+			ok := hex8(got[:], b)
+			want, err := hex.DecodeString(string(b))
+			valid := err == nil && (c < 'A' || c > 'F')
+			if ok != valid || (ok && !bytes.Equal(got[:], want)) {
+				t.Fatalf("hex8(%q) = %x, %v", b, got, ok)
+			}
+		}
+	}
+}
