@@ -77,10 +77,10 @@
 // the gate's context and is held: it is forwarded right after the call, or
 // dropped, with no answer to the client, if the call is refused.
 //
-// Neither direction buffers more than one message: a server that stops
-// reading its input stops the relay from reading the client, and a client
-// that stops reading stops the relay from reading the server, exactly as
-// without aegis. At shutdown the relay gives up on such a peer after a grace
+// Apart from the calls being decided, neither direction buffers more than
+// one message: a server that stops reading its input stops the relay from
+// reading the client, and a client that stops reading stops the relay from
+// reading the server, exactly as without aegis. At shutdown the relay gives up on such a peer after a grace
 // period instead of waiting for it.
 //
 // # Lifecycle
