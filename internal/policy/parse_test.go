@@ -249,6 +249,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("version: 1\nrules:\n  - {id: a, effect: deny, host: ['*.x', 10.0.0.0/8, 'class:private'], port: [1, '2-3']}\n"))
 	f.Add([]byte("version: 1\nrules:\n  - {id: a, effect: allow, program: ['/usr/bin/*', git], shell: true, when: 'cap.argv.size() > 1'}\n"))
+	f.Add([]byte("version: 1\nmode: shadow\nrules:\n  - {id: a, effect: ask, mode: enforce, path_under: ['~/x', /], unbound: false, taint: true, origin: unattended, tier: [mutating]}\n"))
+	f.Add([]byte("version: 1\nrules:\n  - {id: a, effect: deny, capability: [id, exec], when: 'call.roles.exists(r, r == \"x\")'}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("f.yaml", data, &Options{Home: "/home/a"})
 		if err != nil {
