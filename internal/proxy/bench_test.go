@@ -154,7 +154,7 @@ func BenchmarkRelayMessage(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(call) + len(tc.result)))
 			for range b.N {
-				go r.fromClient(call)() // as readClient does: decide on the reading goroutine
+				r.fromClient(call)() // decide here, as readClient does
 				<-forwarded
 				r.fromServer(tc.result)
 			}

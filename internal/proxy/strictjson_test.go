@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -182,4 +183,22 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestPlain8(t *testing.T) {
+	// plain8 must agree with the byte table on every word made of one
+	// varied byte among plain ones, at every position.
+	for c := range 256 {
+		for pos := range 8 {
+			w := []byte("abcdefgh")
+			w[pos] = byte(c)
+			want := true
+			for _, b := range w {
+				want = want && plain[b]
+			}
+			if got := plain8(binary.LittleEndian.Uint64(w)); got != want {
+				t.Fatalf("plain8(%q) = %v, want %v", w, got, want)
+			}
+		}
+	}
 }
