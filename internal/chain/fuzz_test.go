@@ -124,6 +124,11 @@ func FuzzDecode(f *testing.F) {
 		if (err == nil) != (verr == nil) {
 			t.Fatalf("building and validating disagree: %v vs %v", err, verr)
 		}
+		// Verify's light read agrees with the strict decoder on every
+		// line the strict decoder accepts.
+		if light, ok := entryFactsOf(line); err == nil && (!ok || light.seq != facts.seq || light.prev != facts.prev || light.hash != facts.hash || !bytes.Equal(light.body, facts.body)) {
+			t.Fatalf("light read %+v, %v; strict %+v", light, ok, facts)
+		}
 		if err == nil {
 			again, err := got.MarshalJSON()
 			if err != nil || !bytes.Equal(again, line) {

@@ -286,6 +286,17 @@ func TestTamper(t *testing.T) {
 			want: verdict{Break: BreakMalformed, Seq: 3},
 		},
 		{
+			name:  "unsigned C re-spelled non-canonically, hash recomputed over the new bytes",
+			chain: "G -> A -> B -> C",
+			alter: func(p *picture) {
+				p.remove("C", true)
+				l := p.line("C", false)
+				body := strings.Replace((*l)[:len(*l)-1-hashSuffixLen], `"principal":"user-c"`, `"principal":"user-\u0063"`, 1)
+				*l = body + `,"hash":"` + newHasher().lineBody([]byte(body)).String() + "\"}\n"
+			},
+			want: verdict{Break: BreakMalformed, Seq: 4},
+		},
+		{
 			name:  "middle segment deleted",
 			chain: "G -> A | B -> C | D",
 			alter: func(p *picture) { p.segs[1] = nil },

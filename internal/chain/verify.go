@@ -111,6 +111,12 @@ type VerifyOptions struct {
 	// one alteration that goes unnoticed is a corrupted signature in a
 	// checkpoint that a later valid one makes redundant.
 	AllSignatures bool
+	// Strict decodes every entry with the strict decoder, which refuses
+	// any line not in the stored form. By default Verify reads only seq,
+	// prev and hash from a line and hashes its bytes as they are (see
+	// SPEC.md): enough to prove the signed entries are those the key
+	// holder wrote; Scan decodes strictly anyway.
+	Strict bool
 	// Workers is the number of goroutines that parse and hash lines.
 	// Zero means GOMAXPROCS.
 	Workers int
@@ -148,7 +154,7 @@ func VerifyWith(dir string, pub ed25519.PublicKey, opts *VerifyOptions) (Report,
 		return Report{}, fmt.Errorf("chain: verify: no segment files in %s", dir)
 	}
 	kid := keyID(pub)
-	w, err := walk(segs, walkConfig{pub: pub, kid: kid, hash: true, allSigs: opts.AllSignatures, workers: opts.Workers})
+	w, err := walk(segs, walkConfig{pub: pub, kid: kid, hash: true, allSigs: opts.AllSignatures, strict: opts.Strict, workers: opts.Workers})
 	rep := Report{
 		Entries:     w.entries,
 		Checkpoints: w.checkpoints,

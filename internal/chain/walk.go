@@ -3,6 +3,7 @@ package chain
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -22,6 +23,7 @@ type walkConfig struct {
 	kid     [8]byte
 	hash    bool               // recompute every entry hash
 	allSigs bool               // verify every checkpoint signature
+	strict  bool               // decode every entry strictly, even when only hashing
 	fn      func(*Entry) error // decode entries fully and pass them on
 	// midChain: the first segment walked need not start the chain; its
 	// first entry's prev is taken as given (Open reads only the last
@@ -108,6 +110,20 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		}
 	}()
 
+	// The entries after the last checkpoint, which no signature covers: a
+	// light read does not vouch for their form, so they are decoded
+	// strictly at the end.
+	type pending struct {
+		seg        int
+		start, end int
+		seq        uint64
+	}
+	var unsigned []pending
+	var segData [][]byte // kept for the pending lines, by segment index
+	if !cfg.strict && cfg.fn == nil {
+		segData = make([][]byte, len(segs))
+	}
+
 	lastWasEntry := false
 	for c := range out {
 		if c.err != nil {
@@ -119,6 +135,13 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 			off := int64(len(c.data))
 			if i >= 0 {
 				off = int64(c.starts[i])
+				// An entry read without the strict decoder may be a line
+				// no writer makes; say so rather than what it broke.
+				if c.res[i].kind == lineEntry && kind != BreakMalformed {
+					if _, err := decodeEntry(c.data[c.starts[i]:c.ends[i]], nil); err != nil {
+						kind, want, got = BreakMalformed, "an entry in the stored form", "entry: "+err.Error()
+					}
+				}
 			}
 			return w, &BreakError{Kind: kind, Seq: seq, Want: want, Got: got, File: s.name, Offset: off}
 		}
@@ -131,6 +154,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 			}
 			if last {
 				w.lastSize = int64(len(c.data))
+			}
+			if segData != nil {
+				segData[c.seg] = c.data
 			}
 		}
 		for i := range c.res {
@@ -154,6 +180,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 						return w, err
 					}
 				}
+				if segData != nil {
+					unsigned = append(unsigned, pending{c.seg, c.starts[i], c.ends[i], r.seq})
+				}
 				w.prev, prevKnown = r.hash, true
 				w.next++
 				w.entries++
@@ -176,6 +205,10 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				w.lastCkFile, w.lastCkOff = s.name, int64(c.starts[i])
 				w.checkpoints++
 				lastWasEntry = false
+				unsigned = unsigned[:0]
+				if segData != nil && c.seg > 0 {
+					segData[c.seg-1] = nil
+				}
 				if last {
 					w.lastCkEnd = int64(c.ends[i]) + 1
 				}
@@ -193,6 +226,11 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 			}
 		}
 		free <- c
+	}
+	for _, p := range unsigned {
+		if _, err := decodeEntry(segData[p.seg][p.start:p.end], nil); err != nil {
+			return w, &BreakError{Kind: BreakMalformed, Seq: p.seq, Want: "an entry in the stored form", Got: "entry: " + err.Error(), File: segs[p.seg].name, Offset: int64(p.start)}
+		}
 	}
 	return w, nil
 }
@@ -311,11 +349,24 @@ func (cfg *walkConfig) parseLine(h *hasher, c *chunk, i int) {
 		}
 		return
 	}
-	var e *Entry
-	if cfg.fn != nil {
-		e = &c.ents[i]
+	var (
+		f   entryFacts
+		err error
+	)
+	switch {
+	case cfg.fn != nil:
+		f, err = decodeEntry(line, &c.ents[i])
+	case cfg.strict:
+		f, err = decodeEntry(line, nil)
+	default:
+		var ok bool
+		if f, ok = entryFactsOf(line); !ok {
+			_, err = decodeEntry(line, nil) // for its message
+			if err == nil {
+				err = errors.New("not an entry")
+			}
+		}
 	}
-	f, err := decodeEntry(line, e)
 	if err != nil {
 		r.err = fmt.Errorf("entry: %w", err)
 		return
