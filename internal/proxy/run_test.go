@@ -124,7 +124,7 @@ func TestRunServerCrashMidCall(t *testing.T) {
 	}
 	err = rn.wait(t)
 	var exit *ServerExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || err.Error() != "proxy: the MCP server exited (exit status 3)" {
 		t.Fatalf("Run = %v, want a *ServerExitError with code 3", err)
 	}
 }
@@ -212,5 +212,30 @@ func TestRunClientThatStopsReading(t *testing.T) {
 	rn.closeIn()
 	if err := rn.wait(t); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
+	}
+}
+
+type brokenWriter struct{}
+
+func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+func TestRunClientOutputFails(t *testing.T) {
+	// When the relay cannot write to the client, the session is over: the
+	// server is shut down and Run says why.
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), inR, brokenWriter{}, childCtx(t.Context(), "demo"), &testGate{},
+			&Options{ShutdownGrace: 50 * time.Millisecond, Logger: testLogger(t)})
+	}()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "writing to the client: broken pipe") {
+			t.Fatalf("Run = %v, want an error about writing to the client", err)
+		}
+	case <-time.After(failAfter):
+		t.Fatal("Run did not return")
 	}
 }
