@@ -24,6 +24,10 @@ const usage = `usage:
   aegis eval --config FILE < events.jsonl   decide JSON Lines events (calls and results)
   aegis explain --config FILE [EVENT]       explain the decision for one call event (JSON; stdin if absent)
   aegis policy test FILE...                 run policy test tables
+  aegis verify [--server NAME] [--key FILE] verify a decision chain offline
+  aegis recheck --policy FILE [--server NAME] replay the chain against another policy
+  aegis log [--server NAME] [-n N] [--json] show recent decisions
+  aegis key [--server NAME]                 print the chain's public key
   aegis bindings [NAME]                     print the curated binding tables
   aegis version                             print the version
 `
@@ -61,6 +65,16 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 2
 		}
 		err = cmdPolicyTest(rest[1:], stdout, stderr)
+	case "verify":
+		err = cmdVerify(rest, stdout, stderr)
+	case "demo-server":
+		err = cmdDemoServer(rest, stdin, stdout, stderr)
+	case "recheck":
+		err = cmdRecheck(rest, stdout, stderr)
+	case "log":
+		err = cmdLog(rest, stdout, stderr)
+	case "key":
+		err = cmdKey(rest, stdout, stderr)
 	case "bindings":
 		err = cmdBindings(rest, stdout)
 	case "version":

@@ -66,7 +66,9 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 		PolicyHash:     r.Engine.Policy().Hash(),
 		ArgsHash:       r.argsHash(c.Arguments),
 	}
-	if v.Err == nil {
+	if v.Err != nil {
+		e.Rules = []string{RuleUndecidable}
+	} else {
 		e.Rules = v.Decision.Rules()
 		if w := v.Decision.Would(); w != v.Effect {
 			e.Would = w.String()

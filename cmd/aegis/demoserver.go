@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/aegis-mcp/aegis/internal/demoserver"
+)
+
+// cmdDemoServer serves the bundled demo MCP server on stdin and stdout. It
+// is the server `aegis demo` wraps, and a small real server to try aegis on.
+func cmdDemoServer(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("demo-server", stderr)
+	root := fs.String("root", ".", "the `directory` read_file serves")
+	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
+		return usageError(stderr, "usage: aegis demo-server [--root DIR]")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return demoserver.Run(ctx, stdin, stdout, &demoserver.Options{Root: *root, CallLog: stderr})
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// cmdRecheck replays a chain against another policy, from the chain alone,
+// and lists every decision that would flip. Exit status: 0 nothing flips,
+// 3 something flips, 1 an error.
+func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
+	fs := newFlags("recheck", stderr)
+	newPolicy := fs.String("policy", "", "the policy `file` to replay against (required)")
+	cfgPath := fs.String("config", "", "configuration `file` for the bindings and home (default $AEGIS_HOME/aegis.yaml)")
+	dirFlag := fs.String("chain", "", "chain `directory` (default: the state directory's)")
+	server := fs.String("server", "", "the `server` whose chain to replay")
+	quiet := fs.Bool("q", false, "print only the counts")
+	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 || *newPolicy == "" {
+		return usageError(stderr, "usage: aegis recheck --policy FILE [--config FILE] [--chain DIR | --server NAME]")
+	}
+	if *cfgPath == "" {
+		state, err := stateDir()
+		if err != nil {
+			return err
+		}
+		*cfgPath = filepath.Join(state, "aegis.yaml")
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(*newPolicy)
+	if err != nil {
+		return err
+	}
+	p, err := policy.Parse(*newPolicy, data, &policy.Options{Home: cfg.Home})
+	if err != nil {
+		return err
+	}
+	eng, err := gateway.New(p, cfg.Servers, &gateway.Options{Limits: cfg.Limits})
+	if err != nil {
+		return err
+	}
+	dir, err := chainDir(*dirFlag, *server)
+	if err != nil {
+		return err
+	}
+	var total, flips, kept int
+	perRule := map[string]int{}
+	err = chain.Scan(dir, func(e *chain.Entry) error {
+		total++
+		v, ok := eng.Recheck(e)
+		if !ok {
+			kept++
+			return nil
+		}
+		now := v.Effect.String()
+		if now == e.Decision {
+			return nil
+		}
+		flips++
+		rules := v.Decision.Rules()
+		if len(rules) == 0 {
+			rules = []string{"(default deny)"}
+		}
+		for _, r := range rules {
+			perRule[r]++
+		}
+		if !*quiet {
+			fmt.Fprintf(stdout, "seq %d: %s/%s by %q: %s -> %s: %s\n", e.Seq, e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason())
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d entries, %d flip, %d refused before the policy and kept\n", total, flips, kept)
+	ids := make([]string, 0, len(perRule))
+	for id := range perRule {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Fprintf(stdout, "  %5d  %s\n", perRule[id], id)
+	}
+	if flips > 0 {
+		return exitError{3}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// RuleUndecidable is the rule id recorded for a call that aegis refused
+// before any policy could decide it (an unknown server, arguments that are
+// not strict JSON or over a limit, an argument that cannot be
+// canonicalised). Ids with the "aegis:" prefix name aegis's own rules; a
+// policy cannot use them.
+const RuleUndecidable = "aegis:undecidable"
+
+// Recheck decides a recorded call again, from its chain entry alone, under
+// e's policy: the entry's capabilities, principal, roles and origin, with
+// the tool's binding (bound or not, its tier) taken from e's servers.
+// Entries aegis refused before the policy (rule [RuleUndecidable]) are
+// refused again: ok is false for them, and v is a denial.
+func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
+	for _, r := range ent.Rules {
+		if strings.HasPrefix(r, "aegis:") {
+			return deny(fmt.Errorf("refused by aegis before the policy (%s): %s", r, ent.Reason)), false
+		}
+	}
+	req := &policy.Request{
+		Server:    ent.Server,
+		Tool:      ent.Tool,
+		Principal: ent.Principal,
+		Roles:     ent.Roles,
+		Origin:    policy.Interactive,
+	}
+	if ent.Origin == policy.Unattended.String() {
+		req.Origin, req.Taint = policy.Unattended, true
+	}
+	if s := e.servers[ent.Server]; s != nil {
+		if b := s.Bindings[ent.Tool]; b != nil {
+			req.Bound, req.Tier = true, b.Tier
+		}
+	}
+	caps, err := CapsFromChain(ent.Caps)
+	if err != nil {
+		return deny(fmt.Errorf("entry %d: %w", ent.Seq, err)), false
+	}
+	req.Caps = caps
+	return e.decide(req, &Call{}), true
+}
+
+// CapsFromChain converts recorded capabilities back to capability values,
+// recomputing what the chain does not store (a host's address and classes)
+// the way derivation computed it.
+func CapsFromChain(cs []chain.Cap) ([]capability.Capability, error) {
+	out := make([]capability.Capability, len(cs))
+	for i, c := range cs {
+		k, err := capability.ParseKind(c.Kind)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = capability.Capability{
+			Kind: k, Path: c.Path,
+			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
+			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
+			IDKind: c.IDKind, ID: c.ID,
+		}
+		if k == capability.NetConnect {
+			host, addr, err := capability.CanonHost(c.Host)
+			if err != nil || host != c.Host {
+				return nil, fmt.Errorf("recorded host %q is not canonical", c.Host)
+			}
+			out[i].Addr = addr
+			if addr.IsValid() {
+				out[i].Classes = capability.ClassOf(addr)
+			} else {
+				out[i].Classes = capability.NameClass(host)
+			}
+		}
+	}
+	return out, nil
+}
