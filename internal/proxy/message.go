@@ -121,7 +121,7 @@ func (m *message) classify(data []byte, top []member) error {
 		default:
 			for _, k := range envelopeKeys {
 				if bytes.EqualFold(mb.key, []byte(k)) {
-					return fmt.Errorf("member %q is a case variant of %q", mb.key, k)
+					return fmt.Errorf("member %.64q is a case variant of %q", mb.key, k)
 				}
 			}
 		}
@@ -192,7 +192,7 @@ func classOf(method []byte) (class, error) {
 	}
 	for _, c := range method {
 		if c < 0x20 || c == 0x7f {
-			return 0, fmt.Errorf("method name %q contains a control character", method)
+			return 0, fmt.Errorf("method name %.64q contains a control character", method)
 		}
 	}
 	letters := make([]byte, 0, len(method))
@@ -203,7 +203,7 @@ func classOf(method []byte) (class, error) {
 	}
 	for _, watched := range [...]string{"toolscall", "toolslist"} {
 		if bytes.EqualFold(letters, []byte(watched)) {
-			return 0, fmt.Errorf("method name %q resembles %s/%s", method, watched[:5], watched[5:])
+			return 0, fmt.Errorf("method name %.64q resembles %s/%s", method, watched[:5], watched[5:])
 		}
 	}
 	return classOther, nil
@@ -273,7 +273,7 @@ func caseVariant(ms []member, keys ...string) error {
 	for _, m := range ms {
 		for _, k := range keys {
 			if string(m.key) != k && bytes.EqualFold(m.key, []byte(k)) {
-				return fmt.Errorf("member %q is a case variant of %q", m.key, k)
+				return fmt.Errorf("member %.64q is a case variant of %q", m.key, k)
 			}
 		}
 	}

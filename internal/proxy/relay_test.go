@@ -540,7 +540,11 @@ func TestRelayInvalidServerMessages(t *testing.T) {
 	// A response the client's decoder might read differently is withheld,
 	// and the client is told.
 	h.fromServer(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}],"Content":[{"type":"text","text":"b"}]}}`)
-	wantError(t, h.clientGets(), "1", codeInternalError, "withheld")
+	got := h.clientGets()
+	wantError(t, got, "1", codeInternalError, "withheld")
+	if strings.Contains(got, "Content") {
+		t.Errorf("the refusal quotes the server's message, which no check has seen: %s", got)
+	}
 	// Invalid messages that answer nothing are dropped.
 	h.fromServer(`{"jsonrpc":"2.0","method":"notifications/message","method":"x"}`, `not json`, `{"jsonrpc":"2.0","id":7}`)
 	h.barrier(1)

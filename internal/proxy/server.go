@@ -56,8 +56,19 @@ func (r *relay) answerDropped(id []byte, why error) {
 		return
 	}
 	if req := r.take(key); req != nil {
-		r.toClient(errorResponse(req.id, codeInternalError, "aegis: the server's response was withheld: "+why.Error()))
+		// The reason stays in the log: it quotes the server's message, which
+		// the client's checks (ResultChecker) have not seen.
+		r.log.Warn("proxy: withheld the server's response", "id", truncate(req.id), "err", why)
+		r.toClient(errorResponse(req.id, codeInternalError, "aegis: the server's response was withheld: "+withheldReason(why)))
 	}
+}
+
+func withheldReason(err error) string {
+	var tooLong *tooLongError
+	if errors.As(err, &tooLong) {
+		return tooLong.Error()
+	}
+	return "it was not a strictly valid JSON-RPC message"
 }
 
 // take removes and returns the forwarded request with key, or nil.

@@ -258,7 +258,7 @@ func (v *validator) object() error {
 			return err
 		}
 		if bytes.IndexByte(key, 0) >= 0 {
-			return &syntaxError{Off: keyOff, Msg: fmt.Sprintf("object key %q contains NUL", key)}
+			return &syntaxError{Off: keyOff, Msg: fmt.Sprintf("object key %.64q contains NUL", key)}
 		}
 		// Duplicate and case-folded duplicate keys. A top-level duplicate
 		// is recorded before failing, so the caller sees both.
@@ -325,9 +325,9 @@ func (v *validator) object() error {
 
 func dupKeyError(off int, a, b []byte) error {
 	if bytes.Equal(a, b) {
-		return &syntaxError{Off: off, Msg: fmt.Sprintf("duplicate key %q", b)}
+		return &syntaxError{Off: off, Msg: fmt.Sprintf("duplicate key %.64q", b)}
 	}
-	return &syntaxError{Off: off, Msg: fmt.Sprintf("keys %q and %q differ only in case", a, b)}
+	return &syntaxError{Off: off, Msg: fmt.Sprintf("keys %.64q and %.64q differ only in case", a, b)}
 }
 
 // foldKey maps every rune of k to the smallest rune of its simple case-folding
