@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -301,7 +302,7 @@ func (d *Doc) checkKeys(n *node) error {
 		for x := 2; x < len(kids); x += 2 {
 			kx := d.text(kids[x])
 			for y := 0; y < x; y += 2 {
-				if d.text(kids[y]) == kx {
+				if sameKey(d.text(kids[y]), kx) {
 					return d.duplicate(kids[y], kids[x])
 				}
 			}
@@ -312,9 +313,9 @@ func (d *Doc) checkKeys(n *node) error {
 	for x := 0; x < len(kids); x += 2 {
 		keys = append(keys, kids[x])
 	}
-	slices.SortFunc(keys, func(p, q int32) int { return strings.Compare(d.text(p), d.text(q)) })
+	slices.SortFunc(keys, func(p, q int32) int { return strings.Compare(foldKey(d.text(p)), foldKey(d.text(q))) })
 	for x := 1; x < len(keys); x++ {
-		if d.text(keys[x-1]) == d.text(keys[x]) {
+		if sameKey(d.text(keys[x-1]), d.text(keys[x])) {
 			first, second := keys[x-1], keys[x]
 			if first > second {
 				first, second = second, first
@@ -325,11 +326,45 @@ func (d *Doc) checkKeys(n *node) error {
 	return nil
 }
 
+// sameKey reports whether two keys name the same member for some server:
+// equal, or equal under Unicode simple case folding, as Go's encoding/json
+// matches struct fields ("Path" and "path", and "ſ" and "s", fill the same
+// field, the last one winning). Such pairs are refused like duplicates.
+func sameKey(a, b string) bool {
+	return a == b || strings.EqualFold(a, b)
+}
+
+// foldKey maps a key to a form in which sameKey keys are equal: every rune
+// replaced by the smallest rune of its case-folding orbit.
+func foldKey(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		b.WriteRune(min)
+	}
+	return b.String()
+}
+
 func (d *Doc) duplicate(first, second int32) error {
 	// The key itself stays out of the message: keys can carry data, errors get logged.
 	return &SyntaxError{
 		Offset: int(d.nodes[second].start),
-		Msg:    "duplicate object key (first at byte " + strconv.Itoa(int(d.nodes[first].start)) + ")",
+		Msg:    "duplicate object key, or one differing only in case (first at byte " + strconv.Itoa(int(d.nodes[first].start)) + ")",
 	}
 }
 

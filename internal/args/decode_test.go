@@ -63,7 +63,6 @@ func TestDecodeAccepts(t *testing.T) {
 		{"nested", `{"a":{"b":[1,[2,{"c":null}],true,false,"x"]}}`},
 		{"empty containers", `{"a":[],"b":{},"c":""}`},
 		{"empty key", `{"":1}`},
-		{"keys differing in case", `{"a":1,"A":2}`},
 		{"big integer kept raw", `{"n":123456789012345678901234567890123456789}`},
 		{"number forms", `{"a":[0,-0,1.5,-1.5,1e5,1E5,1e+5,1e-5,-0.0e0,0.000001,10,2.50]}`},
 		{"huge exponent kept raw", `{"n":1e99999999999999999999}`},
@@ -429,5 +428,40 @@ func TestSpecial(t *testing.T) {
 		if got, want := special(x), naive(x); got != want {
 			t.Fatalf("special(%#016x) = %v, want %v", x, got, want)
 		}
+	}
+}
+
+// TestDecodeCaseFoldDuplicates: keys that a case-insensitive server (Go's
+// encoding/json) reads as one member are refused like duplicates, in small
+// objects and in large ones (which are checked by sorting).
+func TestDecodeCaseFoldDuplicates(t *testing.T) {
+	many := func(extra string) string {
+		s := `{`
+		for i := range 40 {
+			s += `"k` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":1,`
+		}
+		return s + extra + `}`
+	}
+	tests := []struct {
+		name, in string
+		ok       bool
+	}{
+		{"plain", `{"path":"/a","Path":"/b"}`, false},
+		{"upper", `{"path":"/a","PATH":"/b"}`, false},
+		{"long s", `{"s":1,"\u017f":2}`, false},
+		{"kelvin", `{"k":1,"\u212a":2}`, false},
+		{"large object", many(`"Kaa":2`), false},
+		{"large object, distinct", many(`"zz":2`), true},
+		{"distinct keys", `{"path":"/a","paths":["/b"]}`, true},
+		{"same key in different objects", `{"a":{"x":1},"A2":{"X":1}}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d Doc
+			err := d.Decode([]byte(tt.in), nil)
+			if (err == nil) != tt.ok {
+				t.Fatalf("Decode(%s) = %v, want ok %v", tt.in, err, tt.ok)
+			}
+		})
 	}
 }

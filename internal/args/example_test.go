@@ -32,5 +32,5 @@ func ExampleDoc_Decode_duplicateKey() {
 	err := d.Decode([]byte(`{"path":"/tmp/x","\u0070ath":"/home/a/.ssh/id_rsa"}`), nil)
 	fmt.Println(err)
 	// Output:
-	// args: invalid JSON at byte 17: duplicate object key (first at byte 1)
+	// args: invalid JSON at byte 17: duplicate object key, or one differing only in case (first at byte 1)
 }

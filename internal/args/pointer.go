@@ -132,6 +132,54 @@ func (p Pointer) walk(root, v Value, k int, fn func(Value, Loc)) {
 	}
 }
 
+// CaseVariant reports a member key on p's path that differs from p's token
+// only in case ("PATH" where p says "path") while the exact key is absent.
+// A server that matches keys case-insensitively (Go's encoding/json does)
+// would read that member as the bound argument, and Select would not see
+// it: a binding must refuse such a call.
+func (p Pointer) CaseVariant(root Value) (key string, found bool) {
+	if root.Kind() == Invalid {
+		return "", false
+	}
+	p.variant(root, 0, &key, &found)
+	return key, found
+}
+
+func (p Pointer) variant(v Value, k int, key *string, found *bool) {
+	if k == len(p.toks) || *found {
+		return
+	}
+	t := &p.toks[k]
+	switch v.Kind() {
+	case Object:
+		if t.wild {
+			for m := range v.Len() {
+				_, e := v.Member(m)
+				p.variant(e, k+1, key, found)
+			}
+			return
+		}
+		if e, ok := v.Lookup(t.name); ok {
+			p.variant(e, k+1, key, found)
+			return
+		}
+		for m := range v.Len() {
+			if name, _ := v.Member(m); strings.EqualFold(name, t.name) {
+				*key, *found = name, true
+				return
+			}
+		}
+	case Array:
+		if t.wild {
+			for m := range v.Len() {
+				p.variant(v.Index(m), k+1, key, found)
+			}
+		} else if t.index >= 0 && t.index < v.Len() {
+			p.variant(v.Index(t.index), k+1, key, found)
+		}
+	}
+}
+
 // Loc is the concrete location of a value that [Pointer.Select] selected: the pointer with
 // each "*" replaced by the index or (escaped) key it matched.
 type Loc struct {

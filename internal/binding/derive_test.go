@@ -72,6 +72,9 @@ func TestFilesystemBuiltin(t *testing.T) {
 		{name: "NUL in path", tool: "read_file", args: `{"path":"/home/alice/projects\u0000/../.ssh/id_rsa"}`, wantErr: "/path"},
 		{name: "path is an object", tool: "read_file", args: `{"path":{"p":"~/.ssh/id_rsa"}}`, wantErr: "want a string, got object"},
 		{name: "path is an array", tool: "write_file", args: `{"path":["~/.ssh/x"],"content":""}`, wantErr: "want a string"},
+		{name: "case variant of the bound key", tool: "read_file", args: `{"PATH":"~/.ssh/id_rsa"}`, wantErr: "only in case"},
+		{name: "case variant in a list's parent", tool: "read_multiple_files", args: `{"Paths":["~/.ssh/id_rsa"]}`, wantErr: "only in case"},
+		{name: "long s folds to s", tool: "move_file", args: `{"source":"/a","de\u017ftination":"~/.ssh/x"}`, wantErr: "only in case"},
 		{name: "NFD spelling is ambiguous", tool: "read_file", args: `{"path":"/home/alice/cafe\u0301/x"}`, wantErr: "NFC"},
 		{name: "NFC spelling is fine", tool: "read_file", args: `{"path":"/home/alice/caf\u00e9/x"}`, want: []capability.Capability{fsRead("/home/alice/café/x")}},
 	}
