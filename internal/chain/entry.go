@@ -126,7 +126,7 @@ func parseHex32(b []byte) (d Digest, ok bool) {
 	for i := range 8 {
 		x := binary.LittleEndian.Uint64(b[8*i:])
 		letter := geq(x, 'a') & leq(x, 'f')
-		bad |= x | ^(geq(x, '0')&leq(x, '9')|letter)
+		bad |= x | ^(geq(x, '0')&leq(x, '9') | letter)
 		nib := x&(ones*0x0f) + (letter>>7)*9
 		t := (nib&0x000f000f000f000f)<<4 | (nib>>8)&0x000f000f000f000f
 		t = (t | t>>8) & 0x0000ffff0000ffff
