@@ -1,7 +1,6 @@
 package policycmp
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/policy"
@@ -18,39 +17,50 @@ func Mix() []*policy.Request { return Requests(MixSeed, MixSize) }
 
 // Engine is one way of deciding a call, as the benchmarks time it.
 type Engine struct {
-	Name   string // Aegis1100, Cedar10, ...
-	Effect func(*policy.Request) policy.Effect
+	Name string // Aegis1100, Cedar10, ...
+	// New builds the engine and returns its decision. Engines are built
+	// one at a time, when they are timed, so that no engine's heap makes
+	// another's garbage collection dearer.
+	New func() (func(*policy.Request) policy.Effect, error)
 }
 
-// Engines builds every engine for both policies, in the order the ratio
+// Engines lists every engine for both policies, in the order the ratio
 // program reports them.
-func Engines() ([]Engine, error) {
+func Engines() []Engine {
 	var out []Engine
 	for _, p := range []*Policy{Bench10(), Bench1100()} {
-		a, err := NewAegis(p)
-		if err != nil {
-			return nil, fmt.Errorf("aegis %s: %w", p.Name, err)
-		}
-		c, err := NewCedar(p, nil)
-		if err != nil {
-			return nil, fmt.Errorf("cedar %s: %w", p.Name, err)
-		}
-		cs, err := NewCedar(p, &CedarOptions{Sliced: true})
-		if err != nil {
-			return nil, fmt.Errorf("cedar %s: %w", p.Name, err)
-		}
-		o, err := NewOPA(p)
-		if err != nil {
-			return nil, fmt.Errorf("opa %s: %w", p.Name, err)
-		}
 		out = append(out,
-			Engine{"Aegis" + p.Name, a.Effect},
-			Engine{"Cedar" + p.Name, c.Effect},
-			Engine{"CedarSliced" + p.Name, cs.Effect},
-			Engine{"OPA" + p.Name, o.Effect},
+			Engine{"Aegis" + p.Name, func() (func(*policy.Request) policy.Effect, error) {
+				a, err := NewAegis(p)
+				if err != nil {
+					return nil, err
+				}
+				return a.Effect, nil
+			}},
+			Engine{"Cedar" + p.Name, func() (func(*policy.Request) policy.Effect, error) {
+				c, err := NewCedar(p, nil)
+				if err != nil {
+					return nil, err
+				}
+				return c.Effect, nil
+			}},
+			Engine{"CedarSliced" + p.Name, func() (func(*policy.Request) policy.Effect, error) {
+				c, err := NewCedar(p, &CedarOptions{Sliced: true})
+				if err != nil {
+					return nil, err
+				}
+				return c.Effect, nil
+			}},
+			Engine{"OPA" + p.Name, func() (func(*policy.Request) policy.Effect, error) {
+				o, err := NewOPA(p)
+				if err != nil {
+					return nil, err
+				}
+				return o.Effect, nil
+			}},
 		)
 	}
-	return out, nil
+	return out
 }
 
 // Run times decide over reqs, one call per iteration, cycling through
