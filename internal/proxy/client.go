@@ -299,6 +299,10 @@ func (r *relay) forwardCancel(line []byte, m message) {
 			req.cancel()
 			r.mu.Unlock()
 			return
+		} else if req != nil {
+			// The client expects no answer to a cancelled request: if
+			// the server goes, aegis must not invent one.
+			req.cancelled = true
 		}
 		r.mu.Unlock()
 	}

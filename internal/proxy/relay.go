@@ -75,7 +75,7 @@ type request struct {
 	class     class
 	call      *Call // tools/call only
 	forwarded bool
-	cancelled bool     // the client sent notifications/cancelled while it was gated
+	cancelled bool     // the client sent notifications/cancelled for it
 	held      [][]byte // messages to forward right after the call (its cancellation)
 	cancel    context.CancelFunc
 }
@@ -166,6 +166,9 @@ func (r *relay) markGone(why error) []*request {
 func (r *relay) answerGone(why error, waiting []*request) {
 	msg := fmt.Sprintf("aegis: %v before answering", why)
 	for _, req := range waiting {
+		if req.cancelled {
+			continue // the client cancelled it and expects no answer
+		}
 		r.toClient(errorResponse(req.id, codeServerGone, msg))
 	}
 }
