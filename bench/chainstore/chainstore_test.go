@@ -28,6 +28,8 @@ func entry(i int) *chain.Entry {
 		Origin:         "interactive",
 		Server:         "filesystem",
 		Tool:           "read_text_file",
+		Bound:          true,
+		Tier:           "data-read",
 		ToolSchemaHash: d("schema"),
 		Caps:           []chain.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/aegis/internal/chain/file-%d.go", i)}},
 		Decision:       chain.Allow,

@@ -23,6 +23,8 @@ func benchEntry(i int) *Entry {
 		Origin:         "interactive",
 		Server:         "filesystem",
 		Tool:           "read_text_file",
+		Bound:          true,
+		Tier:           "data-read",
 		ToolSchemaHash: digestOf("schema"),
 		Caps:           []Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/aegis/internal/chain/file-%d.go", i)}},
 		Decision:       Allow,

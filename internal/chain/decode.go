@@ -233,6 +233,23 @@ func (d *decoder) uint(max uint64) uint64 {
 
 func (d *decoder) failU(what string) uint64 { d.fail(what); return 0 }
 
+// boolean reads true or false.
+func (d *decoder) boolean() bool {
+	if d.err != nil {
+		return false
+	}
+	if len(d.b)-d.i >= 4 && string(d.b[d.i:d.i+4]) == "true" {
+		d.i += 4
+		return true
+	}
+	if len(d.b)-d.i >= 5 && string(d.b[d.i:d.i+5]) == "false" {
+		d.i += 5
+		return false
+	}
+	d.fail("want true or false")
+	return false
+}
+
 // hex32 reads 64 lower-case hex digits (no quotes).
 func (d *decoder) hex32() (v Digest) {
 	if d.err != nil {
@@ -453,6 +470,8 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 	}
 	d.lit(`{"args_hash":`)
 	e.ArgsHash = d.optDigest()
+	d.lit(`,"bound":`)
+	e.Bound = d.boolean()
 	d.lit(`,"caps":[`)
 	e.Caps = nil
 	if d.peek(']') {
@@ -504,6 +523,10 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 	e.Server = d.str()
 	d.lit(`,"session":`)
 	e.Session = d.str()
+	d.lit(`,"taint":`)
+	e.Taint = d.boolean()
+	d.lit(`,"tier":`)
+	e.Tier = d.str()
 	d.lit(`,"time":"`)
 	e.Time = d.timestamp()
 	d.lit(`","tool":`)

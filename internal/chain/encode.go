@@ -18,8 +18,9 @@ const EntryDomain = "aegis.chain.v1\x00"
 // JCS order directly (they are ASCII, so sorting by UTF-16 code units is
 // sorting by bytes):
 //
-//	args_hash caps decision envelope mode origin policy_hash prev principal
-//	reason roles rules seq server session time tool tool_schema_hash v would
+//	args_hash bound caps decision envelope mode origin policy_hash prev
+//	principal reason roles rules seq server session taint tier time tool
+//	tool_schema_hash v would
 //
 // and, inside a capability (zero fields omitted):
 //
@@ -42,6 +43,8 @@ type template struct {
 func appendCanonical(dst []byte, e *Entry, t *template) []byte {
 	dst = append(dst, `{"args_hash":`...)
 	dst = appendOptDigest(dst, e.ArgsHash)
+	dst = append(dst, `,"bound":`...)
+	dst = strconv.AppendBool(dst, e.Bound)
 	dst = append(dst, `,"caps":[`...)
 	for i := range e.Caps {
 		if i > 0 {
@@ -83,6 +86,10 @@ func appendCanonical(dst []byte, e *Entry, t *template) []byte {
 	dst = appendString(dst, e.Server)
 	dst = append(dst, `,"session":`...)
 	dst = appendString(dst, e.Session)
+	dst = append(dst, `,"taint":`...)
+	dst = strconv.AppendBool(dst, e.Taint)
+	dst = append(dst, `,"tier":`...)
+	dst = appendString(dst, e.Tier)
 	dst = append(dst, `,"time":"`...)
 	dst = appendTime(dst, e.Time)
 	dst = append(dst, `","tool":`...)

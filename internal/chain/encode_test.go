@@ -24,9 +24,12 @@ func sample() *Entry {
 		Principal:      "alice",
 		Roles:          []string{"dev", "ops"},
 		Origin:         "interactive",
+		Taint:          true,
 		Server:         "fs",
 		Tool:           "read_file",
 		ToolSchemaHash: digestOf("schema"),
+		Bound:          true,
+		Tier:           "data-read",
 		Caps: []Cap{
 			{Kind: "fs.read", Path: "/home/alice/a \"quoted\"\tname\u2028é"},
 			{Kind: "net.connect", Scheme: "https", Host: "api.github.com", Port: 443, URL: "https://api.github.com/x?q=1"},
@@ -60,25 +63,25 @@ func TestCanonicalGolden(t *testing.T) {
 		{
 			name: "minimal",
 			e:    minimal(),
-			want: `{"args_hash":"","caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
+			want: `{"args_hash":"","bound":false,"caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
 				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
-				`"seq":1,"server":"","session":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
 		},
 		{
 			name: "would equal to decision is dropped",
 			e:    func() *Entry { e := minimal(); e.Would = Allow; return e }(),
-			want: `{"args_hash":"","caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
+			want: `{"args_hash":"","bound":false,"caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
 				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
-				`"seq":1,"server":"","session":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
 		},
 		{
 			name: "capabilities and escapes",
 			e: &Entry{Seq: 2, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)), Decision: Ask, Mode: Enforce,
 				Caps: []Cap{{Kind: "exec", Program: "sh", Argv: []string{"a\"\\\b\f\n\r\t\x01\x7f/"}, Shell: true, Command: "x"}, {Kind: "net.connect", Host: "h", Port: 1}}},
-			want: `{"args_hash":"","caps":[{"argv":["a\"\\\b\f\n\r\t\u0001` + "\x7f" + `/"],"command":"x","kind":"exec","program":"sh","shell":true},{"host":"h","kind":"net.connect","port":1}],` +
+			want: `{"args_hash":"","bound":false,"caps":[{"argv":["a\"\\\b\f\n\r\t\u0001` + "\x7f" + `/"],"command":"x","kind":"exec","program":"sh","shell":true},{"host":"h","kind":"net.connect","port":1}],` +
 				`"decision":"ask","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
 				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
-				`"seq":2,"server":"","session":"","time":"2026-01-02T02:04:05.000000006Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+				`"seq":2,"server":"","session":"","taint":false,"tier":"","time":"2026-01-02T02:04:05.000000006Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
 		},
 	}
 	for _, tt := range tests {
@@ -239,6 +242,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"seq overflowing uint64", rep(good, `"seq":7`, `"seq":184467440737095516160`)},
 		{"seq as string", rep(good, `"seq":7`, `"seq":"7"`)},
 		{"version 2", rep(good, `"v":1`, `"v":2`)},
+		{"bound as string", rep(good, `"bound":true`, `"bound":"true"`)},
+		{"bound as number", rep(good, `"bound":true`, `"bound":1`)},
+		{"taint null", rep(good, `"taint":true`, `"taint":null`)},
+		{"taint capitalised", rep(good, `"taint":true`, `"taint":True`)},
+		{"tier missing", rep(good, `"tier":"data-read",`, ``)},
 		{"unicode escape of a letter", rep(good, `"principal":"alice"`, `"principal":"\u0061lice"`)},
 		{"escaped solidus", rep(good, `https://`, `https:\/\/`)},
 		{"upper-case unicode escape", rep(good, `\u0000`, `\u001F`)},

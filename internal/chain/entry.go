@@ -42,9 +42,19 @@ type Entry struct {
 	Roles     []string `json:"roles"`
 	Origin    string   `json:"origin"` // interactive or unattended, as the session says
 
+	// Taint says the session was tainted (unattended, or it read an
+	// untrusted result) when the decision was made.
+	Taint bool `json:"taint"`
+
 	Server         string `json:"server"`
 	Tool           string `json:"tool"`
 	ToolSchemaHash Digest `json:"tool_schema_hash"` // zero when unknown
+	// Bound says the tool had a confirmed binding; Tier is the risk tier of
+	// that binding (read-only, data-read, mutating; empty when unknown).
+	// With the fields above they are everything a policy decides on, so
+	// recheck can decide again from the chain alone.
+	Bound bool   `json:"bound"`
+	Tier  string `json:"tier"`
 
 	// Caps are the capabilities derived from the arguments, in canonical
 	// form: the resources the call names.
@@ -173,7 +183,7 @@ func (e *Entry) check() error {
 	}
 	for _, f := range []struct{ name, s string }{
 		{"session", e.Session}, {"principal", e.Principal}, {"origin", e.Origin},
-		{"server", e.Server}, {"tool", e.Tool}, {"reason", e.Reason},
+		{"server", e.Server}, {"tool", e.Tool}, {"tier", e.Tier}, {"reason", e.Reason},
 	} {
 		if !utf8.ValidString(f.s) {
 			return fmt.Errorf("%s %q: not valid UTF-8", f.name, f.s)

@@ -52,6 +52,8 @@ func pictureEntry(label string, seq uint64) *Entry {
 		Origin:    "interactive",
 		Server:    "fs",
 		Tool:      "read_file",
+		Bound:     true,
+		Tier:      "data-read",
 		Caps:      []Cap{{Kind: "fs.read", Path: "/home/u/" + label}},
 		Decision:  Allow,
 		Mode:      Enforce,

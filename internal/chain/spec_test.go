@@ -37,7 +37,7 @@ func TestSpecVector(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, segmentName(1)), []byte(specBlock(t, "spec-vector-segment")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := VerifyWith(dir, pub, &VerifyOptions{AllSignatures: true})
+	rep, err := VerifyWith(dir, pub, &VerifyOptions{AllSignatures: true, Strict: true})
 	if err != nil || rep.Entries != 3 || rep.Signed != 3 || rep.Checkpoints != 2 {
 		t.Fatalf("SPEC.md example: %+v, %v", rep, err)
 	}
