@@ -58,9 +58,8 @@ func (t *tally) verdict(v *Verdict) {
 
 // Decision is the outcome of [Set.Decide]: a value, deny unless filled in.
 // The call is allowed only if its action and every capability are allowed
-// (DESIGN.md R8). A Decision refers to the Request's capabilities and
-// names for its Reason: the request MUST NOT be changed while the Decision
-// is used.
+// (DESIGN.md R8). A Decision refers to its Request for Reason: the request
+// MUST NOT be changed while the Decision is used.
 type Decision struct {
 	effect Effect
 	would  Effect
@@ -69,9 +68,7 @@ type Decision struct {
 	more   []Verdict // verdicts past inlineCaps
 	n      int
 
-	server, tool string
-	bound        bool
-	reqCaps      []capability.Capability
+	req *Request // for Reason
 }
 
 // Effect returns the decision: Deny if the action or any capability is
@@ -144,6 +141,9 @@ func (d Decision) Shadowed() []*Rule {
 // Reason explains the decision in one line, naming the deciding rule and
 // its file:line, or what no rule allows.
 func (d Decision) Reason() string {
+	if d.req == nil {
+		return "no decision was made"
+	}
 	// The first target with the decision's effect explains it.
 	if d.action.Effect == d.effect && d.effect != Allow {
 		return d.explainAction(d.action, d.action.Effect, d.action.Rule)
@@ -167,7 +167,7 @@ func (d Decision) Reason() string {
 // ShadowReason explains what shadow rules would change, or returns "" when
 // Would equals Effect: `shadow rule "x" (policy.yaml:9) denies ...`.
 func (d Decision) ShadowReason() string {
-	if d.would == d.effect {
+	if d.would == d.effect || d.req == nil {
 		return ""
 	}
 	if v := d.action; v.Would != v.Effect && v.Would == d.would {
@@ -182,9 +182,9 @@ func (d Decision) ShadowReason() string {
 }
 
 func (d Decision) explainAction(v Verdict, e Effect, r *Rule) string {
-	what := fmt.Sprintf("tool %q on server %q", d.tool, d.server)
+	what := fmt.Sprintf("tool %q on server %q", d.req.Tool, d.req.Server)
 	if r == nil {
-		if !d.bound {
+		if !d.req.Bound {
 			return "no rule allows unbound " + what
 		}
 		return "no rule allows " + what
@@ -194,8 +194,8 @@ func (d Decision) explainAction(v Verdict, e Effect, r *Rule) string {
 
 func (d Decision) explainCap(i int, v Verdict, e Effect, r *Rule) string {
 	what := "capability " + strconv.Itoa(i)
-	if i < len(d.reqCaps) {
-		what = describeCap(&d.reqCaps[i])
+	if i < len(d.req.Caps) {
+		what = describeCap(&d.req.Caps[i])
 	}
 	switch {
 	case v.Invalid:
@@ -276,7 +276,7 @@ func short(s string) string {
 // Decide decides a call. It does not allocate unless a rule with a
 // condition is evaluated or the call has more than four capabilities.
 func (s *Set) Decide(req *Request) Decision {
-	d := Decision{server: req.Server, tool: req.Tool, bound: req.Bound, reqCaps: req.Caps, n: len(req.Caps)}
+	d := Decision{req: req, n: len(req.Caps)}
 	e := evaluator{req: req, bits: callBits(req), sig: requestSig(req)}
 	s.idx.action(&e)
 	e.t.verdict(&d.action)

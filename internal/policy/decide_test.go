@@ -404,6 +404,9 @@ func TestZeroDecision(t *testing.T) {
 	if Effect(0) != Deny {
 		t.Error("the zero Effect must be Deny")
 	}
+	if d.Reason() == "" || d.ShadowReason() != "" || d.NumCaps() != 0 || len(d.Rules()) != 0 {
+		t.Errorf("zero Decision: reason %q, shadow reason %q", d.Reason(), d.ShadowReason())
+	}
 }
 
 func TestHash(t *testing.T) {

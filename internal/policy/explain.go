@@ -58,6 +58,9 @@ func (s *Set) Explain(req *Request) Explanation {
 func (x Explanation) String() string {
 	var b strings.Builder
 	d := x.Decision
+	if d.req == nil {
+		return d.Reason() + "\n"
+	}
 	fmt.Fprintf(&b, "%s: %s\n", d.Effect(), d.Reason())
 	if sr := d.ShadowReason(); sr != "" {
 		fmt.Fprintf(&b, "would %s: %s\n", d.Would(), sr)
@@ -89,11 +92,11 @@ func (x Explanation) String() string {
 			b.WriteByte('\n')
 		}
 	}
-	target(fmt.Sprintf("tool %q on server %q", d.tool, d.server), d.action, x.Action)
+	target(fmt.Sprintf("tool %q on server %q", d.req.Tool, d.req.Server), d.action, x.Action)
 	for i := range d.n {
 		name := fmt.Sprintf("capability %d", i)
-		if i < len(d.reqCaps) {
-			name = describeCap(&d.reqCaps[i])
+		if i < len(d.req.Caps) {
+			name = describeCap(&d.req.Caps[i])
 		}
 		var ms []Match
 		if i < len(x.Caps) {

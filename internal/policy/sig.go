@@ -23,13 +23,13 @@ const (
 	laneRoles  = 48
 )
 
-// nameHash hashes a name in constant time, from its length and three of
-// its bytes.
+// nameHash hashes a name in constant time, from its length and its first
+// and last bytes.
 func nameHash(s string) uint {
 	if s == "" {
 		return 0
 	}
-	return uint(len(s)) + 3*uint(s[0]) + 5*uint(s[len(s)-1]) + 7*uint(s[len(s)/2])
+	return uint(len(s)) ^ uint(s[0])>>1 ^ uint(s[len(s)-1])<<2
 }
 
 func nameBit8(s string) uint64 { return 1 << (nameHash(s) & 7) }
