@@ -8,10 +8,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -84,6 +87,9 @@ type fsCall struct {
 	paths []string
 	// contains is text an allowed call's result must hold.
 	contains string
+	// flips says that testdata/filesystem/looser.yaml, which allows reads
+	// anywhere in the home, would allow the refused call.
+	flips bool
 }
 
 // fsCalls are the calls the filesystem tests make through aegis, in order.
@@ -96,28 +102,28 @@ func fsCalls(home string) []fsCall {
 		{name: "read_multiple_files of allowed files", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/app/main.go"), h("projects/notes.txt")}}, want: chain.Allow, contains: "notes: " + allowedText},
 		{name: "list_directory of the projects", tool: "list_directory", args: map[string]any{"path": h("projects")}, want: chain.Allow, contains: "notes.txt"},
 
-		{name: "read_file of the key", tool: "read_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_file of ~/.ssh/id_rsa", tool: "read_file", args: map[string]any{"path": "~/.ssh/id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_text_file of the key", tool: "read_text_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_text_file through projects/..", tool: "read_text_file", args: map[string]any{"path": h("projects") + "/../.ssh/id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_text_file through a deeper .. and .", tool: "read_text_file", args: map[string]any{"path": h("projects/app") + "/../.././.ssh/./id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_text_file with doubled slashes", tool: "read_text_file", args: map[string]any{"path": home + "//.ssh//id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_text_file with head", tool: "read_text_file", args: map[string]any{"path": key, "head": 2}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_multiple_files with the key among allowed files", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/notes.txt"), key}}, want: chain.Deny, rule: "no-secrets", paths: []string{h("projects/notes.txt"), key}},
-		{name: "read_multiple_files with ~ and ..", tool: "read_multiple_files", args: map[string]any{"paths": []string{"~/projects/notes.txt", "~/projects/../.ssh/id_rsa"}}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_media_file of the key", tool: "read_media_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_text_file through a directory symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/link/id_rsa")}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_text_file of a file symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/key")}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "read_multiple_files of a file symlink", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/key")}}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
+		{name: "read_file of the key", tool: "read_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_file of ~/.ssh/id_rsa", tool: "read_file", args: map[string]any{"path": "~/.ssh/id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file of the key", tool: "read_text_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file through projects/..", tool: "read_text_file", args: map[string]any{"path": h("projects") + "/../.ssh/id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file through a deeper .. and .", tool: "read_text_file", args: map[string]any{"path": h("projects/app") + "/../.././.ssh/./id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file with doubled slashes", tool: "read_text_file", args: map[string]any{"path": home + "//.ssh//id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file with head", tool: "read_text_file", args: map[string]any{"path": key, "head": 2}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_multiple_files with the key among allowed files", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/notes.txt"), key}}, want: chain.Deny, rule: "no-secrets", paths: []string{h("projects/notes.txt"), key}, flips: true},
+		{name: "read_multiple_files with ~ and ..", tool: "read_multiple_files", args: map[string]any{"paths": []string{"~/projects/notes.txt", "~/projects/../.ssh/id_rsa"}}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_media_file of the key", tool: "read_media_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file through a directory symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/link/id_rsa")}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file of a file symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/key")}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_multiple_files of a file symlink", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/key")}}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
 		{name: "read_text_file through the symlink and ..", tool: "read_text_file", args: map[string]any{"path": h("projects/link") + "/../.ssh/id_rsa"}, want: chain.Deny},
-		{name: "get_file_info of the key", tool: "get_file_info", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}},
-		{name: "list_directory of ~/.ssh", tool: "list_directory", args: map[string]any{"path": h(".ssh")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}},
-		{name: "search_files in ~/.ssh", tool: "search_files", args: map[string]any{"path": h(".ssh"), "pattern": "id_*"}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}},
-		{name: "directory_tree through the directory symlink", tool: "directory_tree", args: map[string]any{"path": h("projects/link")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}},
+		{name: "get_file_info of the key", tool: "get_file_info", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "list_directory of ~/.ssh", tool: "list_directory", args: map[string]any{"path": h(".ssh")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
+		{name: "search_files in ~/.ssh", tool: "search_files", args: map[string]any{"path": h(".ssh"), "pattern": "id_*"}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
+		{name: "directory_tree through the directory symlink", tool: "directory_tree", args: map[string]any{"path": h("projects/link")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
 		{name: "write_file into ~/.ssh", tool: "write_file", args: map[string]any{"path": h(".ssh/authorized_keys"), "content": "ssh-ed25519 AAAA e2e-attacker\n"}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh/authorized_keys")}},
 		{name: "write_file through the directory symlink", tool: "write_file", args: map[string]any{"path": h("projects/link/authorized_keys"), "content": "ssh-ed25519 AAAA e2e-attacker\n"}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh/authorized_keys")}},
 		{name: "move_file from the projects into ~/.ssh", tool: "move_file", args: map[string]any{"source": h("projects/notes.txt"), "destination": h(".ssh/notes.txt")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh/notes.txt")}},
-		{name: "read_text_file outside the projects", tool: "read_text_file", args: map[string]any{"path": h("other.txt")}, want: chain.Deny, paths: []string{h("other.txt")}},
+		{name: "read_text_file outside the projects", tool: "read_text_file", args: map[string]any{"path": h("other.txt")}, want: chain.Deny, paths: []string{h("other.txt")}, flips: true},
 	}
 }
 
@@ -230,6 +236,32 @@ func TestFilesystem(t *testing.T) {
 		}
 	})
 
+	t.Run("aegis verify and recheck", func(t *testing.T) {
+		out, code := aegisCLI(t, h.env, "verify", "--server", "fs")
+		if code != 0 || !strings.Contains(out, fmt.Sprintf("%d entries", 2*len(calls))) || !strings.Contains(out, "\nOK\n") {
+			t.Errorf("aegis verify: exit status %d:\n%s", code, out)
+		}
+		// Replayed against the looser policy, exactly the refused reads
+		// flip, in both sessions.
+		out, code = aegisCLI(t, h.env, "recheck", "--config", config, "--server", "fs", "--policy", filepath.Join(e2eDir, "testdata", "filesystem", "looser.yaml"))
+		var want, got []string
+		for i, c := range append(slices.Clone(calls), calls...) {
+			if c.flips {
+				want = append(want, fmt.Sprintf("seq %d: fs/%s deny -> allow", i+1, c.tool))
+			}
+		}
+		flip := regexp.MustCompile(`(?m)^seq (\d+): (\S+) by "e2e": (\w+) -> (\w+): `)
+		for _, m := range flip.FindAllStringSubmatch(out, -1) {
+			got = append(got, fmt.Sprintf("seq %s: %s %s -> %s", m[1], m[2], m[3], m[4]))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("aegis recheck: the entries that flip (-want +got):\n%s\noutput:\n%s", diff, out)
+		}
+		if wantCode := 3; code != wantCode || !strings.Contains(out, fmt.Sprintf("%d entries, %d flip", 2*len(calls), len(want))) {
+			t.Errorf("aegis recheck: exit status %d, want %d:\n%s", code, wantCode, out)
+		}
+	})
+
 	t.Run("nothing was written", func(t *testing.T) {
 		for _, p := range []string{".ssh/authorized_keys", ".ssh/notes.txt"} {
 			if _, err := os.Lstat(filepath.Join(h.home, p)); !errors.Is(err, fs.ErrNotExist) {
@@ -276,6 +308,25 @@ func TestFilesystem(t *testing.T) {
 			t.Errorf("the server's stderr log does not hold its start line (%v):\n%s", err, log)
 		}
 	})
+}
+
+// aegisCLI runs an aegis command and returns its combined output and exit
+// status.
+func aegisCLI(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, aegisBin, args...)
+	c.Env = env
+	out, err := c.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return string(out), ee.ExitCode()
+	case err != nil:
+		t.Fatalf("aegis %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), 0
 }
 
 // writePlan writes calls as a plan for driver.mjs's "calls" scenario and
