@@ -164,7 +164,7 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 		req.Tier = b.Tier
 		var err error
 		// A fresh slice: the Decision refers to the capabilities.
-		req.Caps, err = b.Derive(make([]capability.Capability, 0, 4), doc.Root(), &s.Options)
+		req.Caps, err = b.Derive(make([]capability.Capability, 0, len(b.Args)), doc.Root(), &s.Options)
 		if err != nil {
 			v := deny(err)
 			v.Bound, v.Tier = true, b.Tier
