@@ -26,7 +26,8 @@ type decoder struct {
 	b     []byte
 	i     int
 	build bool
-	s     string // string(b), made once when building, for substrings
+	s     string    // string(b), made once when building, for substrings
+	in    *interner // if set, strings come from here instead of s
 	err   *errSyntax
 }
 
@@ -37,16 +38,22 @@ func (d *decoder) fail(what string) bool {
 	return false
 }
 
-// lit consumes the literal s.
+// lit consumes the literal s. It is small enough to inline, so that the
+// comparison is against a constant. (After an error it may still match;
+// the error stands.)
 func (d *decoder) lit(s string) bool {
+	if len(d.b)-d.i >= len(s) && string(d.b[d.i:d.i+len(s)]) == s {
+		d.i += len(s)
+		return true
+	}
+	return d.litFail(s)
+}
+
+func (d *decoder) litFail(s string) bool {
 	if d.err != nil {
 		return false
 	}
-	if len(d.b)-d.i < len(s) || string(d.b[d.i:d.i+len(s)]) != s {
-		return d.fail(fmt.Sprintf("want %q", s))
-	}
-	d.i += len(s)
-	return true
+	return d.fail(fmt.Sprintf("want %q", s))
 }
 
 func (d *decoder) peek(c byte) bool { return d.err == nil && d.i < len(d.b) && d.b[d.i] == c }
@@ -129,6 +136,9 @@ func (d *decoder) str() string {
 		return ""
 	}
 	if !esc {
+		if d.in != nil {
+			return d.in.get(raw)
+		}
 		return d.s[start:i]
 	}
 	return unescape(raw)
@@ -142,6 +152,30 @@ var plain = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// interner hands out one string for repeated values (sessions,
+// principals, tools, rules, ...), so a scan does not allocate each of them
+// for every entry. It is not safe for concurrent use.
+type interner struct {
+	m map[string]string
+}
+
+// internMax bounds an interner: past it, new values are allocated as usual.
+const internMax = 1 << 14
+
+func (in *interner) get(b []byte) string {
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(in.m) < internMax && len(b) <= 256 {
+		if in.m == nil {
+			in.m = make(map[string]string)
+		}
+		in.m[s] = s
+	}
+	return s
+}
 
 // unescape decodes the escapes of a string str has validated.
 func unescape(raw []byte) string {
@@ -460,8 +494,14 @@ type entryFacts struct {
 // decodeEntry reads a stored entry line (without its newline). With e
 // non-nil it fills e; otherwise it only validates.
 func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
-	d := decoder{b: line, build: e != nil}
-	if d.build {
+	return decodeEntryIn(line, e, nil)
+}
+
+// decodeEntryIn is decodeEntry taking the strings of e from in, when in
+// is not nil.
+func decodeEntryIn(line []byte, e *Entry, in *interner) (f entryFacts, err error) {
+	d := decoder{b: line, build: e != nil, in: in}
+	if d.build && in == nil {
 		d.s = string(line)
 	}
 	var x Entry
@@ -482,7 +522,7 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 			d.capability(&c)
 			if d.build {
 				if e.Caps == nil {
-					e.Caps = make([]Cap, 0, 2)
+					e.Caps = make([]Cap, 0, 1)
 				}
 				e.Caps = append(e.Caps, c)
 			}

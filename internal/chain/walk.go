@@ -30,6 +30,8 @@ type walkConfig struct {
 	// segment).
 	midChain bool
 	workers  int
+
+	interners []interner // one per worker, for Scan
 }
 
 // walkResult is the state of the chain where a walk stopped.
@@ -87,6 +89,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 	if cfg.workers <= 0 {
 		cfg.workers = runtime.GOMAXPROCS(0)
 	}
+	cfg.interners = make([]interner, cfg.workers)
 	w := walkResult{next: 1}
 	prevKnown := true
 	if len(segs) == 0 {
@@ -314,10 +317,11 @@ func (cfg *walkConfig) parse(c *chunk) {
 	var wg sync.WaitGroup
 	for k := range workers {
 		lo, hi := k*n/workers, (k+1)*n/workers
+		in := &cfg.interners[k]
 		work := func() {
 			h := newHasher()
 			for i := lo; i < hi; i++ {
-				cfg.parseLine(h, c, i)
+				cfg.parseLine(h, in, c, i)
 			}
 		}
 		if k == workers-1 {
@@ -331,7 +335,7 @@ func (cfg *walkConfig) parse(c *chunk) {
 
 var checkpointPrefix = []byte(`{"checkpoint":`)
 
-func (cfg *walkConfig) parseLine(h *hasher, c *chunk, i int) {
+func (cfg *walkConfig) parseLine(h *hasher, in *interner, c *chunk, i int) {
 	line := c.data[c.starts[i]:c.ends[i]]
 	r := &c.res[i]
 	*r = lineResult{}
@@ -355,7 +359,7 @@ func (cfg *walkConfig) parseLine(h *hasher, c *chunk, i int) {
 	)
 	switch {
 	case cfg.fn != nil:
-		f, err = decodeEntry(line, &c.ents[i])
+		f, err = decodeEntryIn(line, &c.ents[i], in)
 	case cfg.strict:
 		f, err = decodeEntry(line, nil)
 	default:
