@@ -300,9 +300,13 @@ func (r *relay) forwardCancel(line []byte, m message) {
 			r.mu.Unlock()
 			return
 		} else if req != nil {
-			// The client expects no answer to a cancelled request: if
-			// the server goes, aegis must not invent one.
+			// The client expects no answer to a cancelled request: it
+			// leaves the in-flight table (a server that honours the
+			// cancel never answers, and the slot would be held until the
+			// session ends), a late answer is dropped as answering
+			// nothing, and if the server goes, none is invented.
 			req.cancelled = true
+			delete(r.inflight, key)
 		}
 		r.mu.Unlock()
 	}
