@@ -133,7 +133,8 @@ type VerifyOptions struct {
 // entries after the last checkpoint) verifies, and the Report says how
 // much: see Report.Truncated. A suffix removed whole cannot be noticed from
 // the chain alone; compare Report.Entries with a checkpoint kept elsewhere.
-// Any other error means the chain could not be read.
+// Any other error means the chain could not be read. On a chain a Log is
+// appending to, the batch being written may show as such a tail.
 func Verify(dir string, pub ed25519.PublicKey) (Report, error) {
 	return VerifyWith(dir, pub, nil)
 }
