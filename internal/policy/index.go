@@ -24,19 +24,23 @@ type cand struct {
 	r        *rule
 	sig      uint64 // ruleSig
 	capSig   uint64 // ruleCapSig
+	prec     uint64 // rule.prec
 	mask     uint32
 	classes  capability.Class
 	prefixes bool
+	shadow   bool
 }
 
 func candOf(r *rule) cand {
-	return cand{r: r, sig: ruleSig(r), capSig: ruleCapSig(r), mask: r.mask, classes: r.hosts.classes, prefixes: len(r.hosts.prefixes) > 0}
+	return cand{r: r, sig: ruleSig(r), capSig: ruleCapSig(r), prec: r.prec, mask: r.mask,
+		classes: r.hosts.classes, prefixes: len(r.hosts.prefixes) > 0, shadow: r.shadow}
 }
 
 // pass reports whether the candidate survives the checks that need not
-// read the rule.
+// read the rule: it could change the tally, and its call bits and
+// signatures fit.
 func (c *cand) pass(e *evaluator) bool {
-	return e.bits&^c.mask == 0 && sigOK(c.sig, e.sig) && capSigOK(c.capSig, e.capSig)
+	return e.t.useful(c.prec, c.shadow) && e.bits&^c.mask == 0 && sigOK(c.sig, e.sig) && capSigOK(c.capSig, e.capSig)
 }
 
 // kindIndex holds the capability rules of one kind.
@@ -296,35 +300,33 @@ func appendOnce(cs []cand, r *rule) []cand {
 
 // tally combines the rules that match one target (the action or one
 // capability): the deciding rule, enforced and with shadow rules enforced.
+// A rule's precedence is one number (rule.prec), so that comparing two is
+// one comparison: the stricter effect wins, then the earlier rule.
 type tally struct {
-	rule  *rule // nil: nothing enforced matched, default deny
-	would *rule // the same with shadow rules counted
+	rule      *rule // nil: nothing enforced matched, default deny
+	would     *rule // the same with shadow rules counted
+	prec      uint64
+	wouldPrec uint64
 }
 
-// beats reports whether r would replace cur as the deciding rule: a
-// stricter effect, or the same effect earlier in the file.
-func beats(r, cur *rule) bool {
-	if cur == nil {
-		return true
-	}
-	if a, b := r.effect.rank(), cur.effect.rank(); a != b {
-		return a > b
-	}
-	return r.index < cur.index
+// precedence returns the number a rule is ranked by in a tally; it is
+// never zero, the precedence of an empty tally.
+func precedence(effect Effect, index int32) uint64 {
+	return uint64(effect.rank()+1)<<32 | uint64(^uint32(index))
 }
 
-// useful reports whether matching r could change the tally: if not,
-// Decide skips it (and its condition).
-func (t *tally) useful(r *rule) bool {
-	return (!r.shadow && beats(r, t.rule)) || beats(r, t.would)
+// useful reports whether matching a rule of precedence prec could change
+// the tally: if not, Decide skips it (and its condition).
+func (t *tally) useful(prec uint64, shadow bool) bool {
+	return prec > t.wouldPrec || !shadow && prec > t.prec
 }
 
 func (t *tally) add(r *rule) {
-	if !r.shadow && beats(r, t.rule) {
-		t.rule = r
+	if !r.shadow && r.prec > t.prec {
+		t.rule, t.prec = r, r.prec
 	}
-	if beats(r, t.would) {
-		t.would = r
+	if r.prec > t.wouldPrec {
+		t.would, t.wouldPrec = r, r.prec
 	}
 }
 
@@ -352,10 +354,8 @@ func (e *evaluator) considerAll(cs []cand) {
 		if !cs[i].pass(e) {
 			continue
 		}
-		if r := cs[i].r; e.t.useful(r) {
-			if ok, _ := r.matchIndexed(e, false); ok {
-				e.t.add(r)
-			}
+		if r := cs[i].r; r.matchIndexed(e, false) {
+			e.t.add(r)
 		}
 	}
 }
@@ -367,10 +367,8 @@ func (e *evaluator) considerUnder(cs []cand) {
 		if !cs[i].pass(e) {
 			continue
 		}
-		if r := cs[i].r; e.t.useful(r) {
-			if ok, _ := r.matchIndexed(e, true); ok {
-				e.t.add(r)
-			}
+		if r := cs[i].r; r.matchIndexed(e, true) {
+			e.t.add(r)
 		}
 	}
 }
@@ -392,10 +390,8 @@ func (e *evaluator) considerAllHosts(cs []cand) {
 		if cs[i].classes&c.Classes == 0 && !(cs[i].prefixes && c.Addr.IsValid()) || !cs[i].pass(e) {
 			continue
 		}
-		if r := cs[i].r; e.t.useful(r) {
-			if ok, _ := r.matchIndexed(e, false); ok {
-				e.t.add(r)
-			}
+		if r := cs[i].r; r.matchIndexed(e, false) {
+			e.t.add(r)
 		}
 	}
 }

@@ -216,6 +216,7 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 		return nil
 	}
 	r.mask = r.callMask()
+	r.prec = precedence(r.effect, r.index)
 	info.Effect = r.effect
 	if r.shadow {
 		info.Mode = Shadow

@@ -47,6 +47,7 @@ type rule struct {
 	kinds   kindSet
 	shell   bool
 	mask    uint32 // the call bits the rule's call scalars accept
+	prec    uint64 // precedence(effect, index)
 
 	// Call matchers; the zero value of each matches anything.
 	servers    globs
@@ -380,15 +381,19 @@ func (r *rule) matches(req *Request, c *capability.Capability, vars **celVars) (
 
 // matchIndexed is matches for a candidate of the index, which has checked
 // the call scalars (e.bits) and, if pathDone, the rule's path_under.
-func (r *rule) matchIndexed(e *evaluator, pathDone bool) (bool, error) {
+func (r *rule) matchIndexed(e *evaluator, pathDone bool) bool {
 	if c := e.cap; c == nil {
 		if r.kinds != 0 || !r.callLists(e.req) {
-			return false, nil
+			return false
 		}
 	} else if !r.kinds.has(c.Kind) || !r.matchCap(c, pathDone) || !r.callLists(e.req) {
-		return false, nil
+		return false
 	}
-	return r.cond(e.req, e.cap, &e.vars)
+	if r.when == nil {
+		return true
+	}
+	ok, _ := r.cond(e.req, e.cap, &e.vars)
+	return ok
 }
 
 func (r *rule) cond(req *Request, c *capability.Capability, vars **celVars) (bool, error) {
