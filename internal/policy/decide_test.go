@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"crypto/sha256"
 	"strings"
 	"testing"
 
@@ -427,6 +428,9 @@ func TestHash(t *testing.T) {
 	}
 	if a.Hash() == c.Hash() {
 		t.Error("hash ignores a byte of the file")
+	}
+	if want := sha256.Sum256([]byte("aegis policy v1\x00version: 1\n")); a.Hash() != want {
+		t.Errorf("Hash() = %x, want SHA-256 of the domain and the file, %x", a.Hash(), want)
 	}
 	// An empty policy denies everything.
 	if got := a.Decide(req("fs", "read_file")).Effect(); got != Deny {
