@@ -17,10 +17,10 @@ import (
 const RuleUndecidable = "aegis:undecidable"
 
 // Recheck decides a recorded call again, from its chain entry alone, under
-// e's policy: the entry's capabilities, principal, roles and origin, with
-// the tool's binding (bound or not, its tier) taken from e's servers.
-// Entries aegis refused before the policy (rule [RuleUndecidable]) are
-// refused again: ok is false for them, and v is a denial.
+// e's policy: the entry's capabilities, principal, roles, origin, taint, and
+// whether the tool was bound and its tier. Entries aegis refused before the
+// policy (rule [RuleUndecidable]) are refused again: ok is false for them,
+// and v is a denial.
 func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
 	for _, r := range ent.Rules {
 		if strings.HasPrefix(r, "aegis:") {
@@ -32,15 +32,21 @@ func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
 		Tool:      ent.Tool,
 		Principal: ent.Principal,
 		Roles:     ent.Roles,
-		Origin:    policy.Interactive,
+		Taint:     ent.Taint,
+		Bound:     ent.Bound,
 	}
-	if ent.Origin == policy.Unattended.String() {
-		req.Origin, req.Taint = policy.Unattended, true
+	switch ent.Origin {
+	case policy.Interactive.String():
+		req.Origin = policy.Interactive
+	case policy.Unattended.String():
+		req.Origin = policy.Unattended
 	}
-	if s := e.servers[ent.Server]; s != nil {
-		if b := s.Bindings[ent.Tool]; b != nil {
-			req.Bound, req.Tier = true, b.Tier
+	if ent.Bound && ent.Tier != "" {
+		t, err := capability.ParseTier(ent.Tier)
+		if err != nil {
+			return deny(fmt.Errorf("entry %d: %w", ent.Seq, err)), false
 		}
+		req.Tier = t
 	}
 	caps, err := CapsFromChain(ent.Caps)
 	if err != nil {

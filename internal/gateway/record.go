@@ -59,12 +59,17 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 		Server:         c.Server,
 		Tool:           c.Tool,
 		ToolSchemaHash: schemaHash,
+		Taint:          c.Taint,
+		Bound:          v.Bound,
 		Caps:           CapsOf(v.Caps),
 		Decision:       v.Effect.String(),
 		Mode:           r.Engine.Policy().Mode().String(),
 		Reason:         v.Reason(),
 		PolicyHash:     r.Engine.Policy().Hash(),
 		ArgsHash:       r.argsHash(c.Arguments),
+	}
+	if v.Bound {
+		e.Tier = v.Tier.String()
 	}
 	if v.Err != nil {
 		e.Rules = []string{RuleUndecidable}
