@@ -245,6 +245,12 @@ func (c *compiler) id(s scalar) {
 			return
 		}
 	}
+	if strings.HasPrefix(s.value, "aegis:") {
+		// aegis records its own refusals (an unreadable argument, say)
+		// under aegis: ids; a policy rule must not be mistaken for one.
+		c.errorf(s.pos, "rule id %q: ids starting with \"aegis:\" are reserved for aegis's own rules", s.value)
+		return
+	}
 	if first, dup := c.ids[s.value]; dup {
 		c.errorf(s.pos, "duplicate rule id %q (first at line %d)", s.value, first)
 		return

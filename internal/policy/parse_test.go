@@ -45,6 +45,7 @@ rules:
     effect: allow
 `, want: `p.yaml:5:9: duplicate rule id "a" (first at line 3)`},
 		{name: "empty id", in: "version: 1\nrules:\n  - {id: '', effect: deny}\n", want: `p.yaml:3:10: empty rule id`},
+		{name: "reserved id", in: "version: 1\nrules:\n  - {id: 'aegis:undecidable', effect: allow}\n", want: `p.yaml:3:10: rule id "aegis:undecidable": ids starting with "aegis:" are reserved for aegis's own rules`},
 		{name: "bad id", in: "version: 1\nrules:\n  - {id: 'a b', effect: deny}\n", want: `p.yaml:3:10: bad rule id "a b": want letters, digits and . _ : / -`},
 		{name: "id as a list", in: "version: 1\nrules:\n  - {id: [a], effect: deny}\n", want: `p.yaml:3:10: want a single value, got a sequence`},
 		{name: "bad glob", in: `version: 1
