@@ -122,19 +122,22 @@ func decodeEntryIn(line []byte, e *Entry, in *interner) (f entryFacts, err error
 }
 
 var (
-	prevKey    = []byte(`,"prev":"`)
-	seqKey     = []byte(`,"seq":`)
-	hashKey    = []byte(`,"hash":"`)
-	entryStart = []byte(`{"args_hash":"`)
+	prevKey        = []byte(`,"prev":"`)
+	seqKey         = []byte(`,"seq":`)
+	seqAnchor      = []byte(`],"seq":`)
+	decisionAnchor = []byte(`],"decision":"`)
+	hashKey        = []byte(`,"hash":"`)
+	entryStart     = []byte(`{"args_hash":"`)
 )
 
 // entryFactsOf reads seq, prev and the stored hash of an entry line
 // without decoding the rest, for Verify, which hashes the line's bytes as
 // they are. The shortcut is sound for what Verify proves: a line covered by
 // a signature is byte for byte what the key holder wrote, and its writer
-// writes only the stored form, in which the first `,"prev":"` and the
-// first `,"seq":` after it are the top-level keys (inside a string every
-// '"' is escaped, and no capability has such keys). A line that is not
+// writes only the stored form, in which the first `],"decision":"`, the
+// first `,"prev":"` after it and the first `],"seq":` after that are the
+// top-level keys (inside a string every '"' is escaped, and no capability
+// has such keys). A line that is not
 // covered proves nothing either way, and any line that breaks the chain is
 // decoded strictly to classify the break. Scan and VerifyOptions.Strict
 // decode every line strictly.
@@ -151,18 +154,26 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 		return f, false
 	}
 	body := line[:n-hashSuffixLen]
-	i := bytes.Index(body, prevKey)
-	if i < 0 || len(body)-i < len(prevKey)+64+1 {
+	// Search from anchors that start with a rare byte (']' ends only the
+	// caps, argv, roles and rules arrays), so the searches skip ahead in
+	// long strides instead of stopping at every ',' or '"'.
+	a := bytes.Index(body, decisionAnchor)
+	if a < 0 {
 		return f, false
 	}
-	i += len(prevKey)
+	i := bytes.Index(body[a:], prevKey)
+	if i < 0 || len(body)-a-i < len(prevKey)+64+1 {
+		return f, false
+	}
+	i += a + len(prevKey)
 	if f.prev, ok = parseHex32(body[i : i+64]); !ok {
 		return f, false
 	}
-	j := bytes.Index(body[i:], seqKey)
+	j := bytes.Index(body[i+64:], seqAnchor)
 	if j < 0 {
 		return f, false
 	}
+	j += 64 + 1 // seqAnchor starts with ']'
 	d := decoder{b: body, i: i + j + len(seqKey)}
 	f.seq = d.uint(MaxSeq)
 	if d.err != nil || f.seq == 0 || !d.peek(',') {
