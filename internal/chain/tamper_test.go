@@ -2,6 +2,7 @@ package chain
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -378,5 +379,35 @@ func TestVerifyErrors(t *testing.T) {
 	var be *BreakError
 	if !errors.As(err, &be) || be.Kind != BreakSignature {
 		t.Errorf("Verify with another key: %v, want a signature break", err)
+	}
+}
+
+// TestSmallBlocks reads chains in blocks far smaller than a line, so that
+// every line is cut across blocks, and checks that nothing changes.
+func TestSmallBlocks(t *testing.T) {
+	defer func(n int) { blockSize = n }(blockSize)
+	for _, size := range []int{1, 7, 97, 1000} {
+		blockSize = size
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			p := draw(t, "G -> A B | C -> D E")
+			rep, err := Verify(p.write(), p.pub)
+			if err != nil || rep.Entries != 6 || rep.Signed != 6 || rep.Segments != 2 {
+				t.Errorf("Verify = %+v, %v", rep, err)
+			}
+			var seqs []uint64
+			if err := Scan(p.write(), func(e *Entry) error { seqs = append(seqs, e.Seq); return nil }); err != nil || len(seqs) != 6 {
+				t.Errorf("Scan = %v, %v", seqs, err)
+			}
+			p.edit("D", false, func(e *Entry) { e.Reason = "x" })
+			if got := verifyPicture(t, p, false); got.Break != BreakHash || got.Seq != 5 {
+				t.Errorf("edited D: %+v", got)
+			}
+			q := draw(t, "G -> A B | C -> D E")
+			l := q.line("E", true)
+			*l = (*l)[:17]
+			if got := verifyPicture(t, q, false); got != (verdict{Entries: 6, Signed: 4, TornBytes: 17}) {
+				t.Errorf("torn: %+v", got)
+			}
+		})
 	}
 }

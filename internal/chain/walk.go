@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -51,7 +53,9 @@ type walkResult struct {
 	lastSize    int64
 }
 
-const chunkLines = 4096
+// blockSize is how much of a segment one chunk reads; lines cut at its end
+// go to the next chunk.
+var blockSize = 4 << 20 // a variable for tests
 
 type lineKind uint8
 
@@ -73,7 +77,9 @@ type lineResult struct {
 
 type chunk struct {
 	seg      int
-	data     []byte // the whole segment
+	buf      []byte // owned, reused
+	data     []byte // complete lines of the segment (and, at its end, a torn one)
+	base     int64  // offset of data in the segment file
 	starts   []int
 	ends     []int // exclusive, without the newline
 	segStart bool
@@ -115,17 +121,18 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 
 	// The entries after the last checkpoint, which no signature covers: a
 	// light read does not vouch for their form, so they are decoded
-	// strictly at the end.
+	// strictly. That is done as each chunk is released (its buffer is
+	// reused), for the entries after its last checkpoint; a later
+	// checkpoint may still cover them, and only what is left at the end
+	// counts.
 	type pending struct {
-		seg        int
-		start, end int
-		seq        uint64
+		seg int
+		off int64
+		seq uint64
+		err error
 	}
 	var unsigned []pending
-	var segData [][]byte // kept for the pending lines, by segment index
-	if !cfg.strict && cfg.fn == nil {
-		segData = make([][]byte, len(segs))
-	}
+	checkTail := !cfg.strict && cfg.fn == nil
 
 	lastWasEntry := false
 	for c := range out {
@@ -135,9 +142,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		s := &segs[c.seg]
 		last := c.seg == len(segs)-1
 		brk := func(kind BreakKind, seq uint64, i int, want, got string) (walkResult, error) {
-			off := int64(len(c.data))
+			off := c.base + int64(len(c.data))
 			if i >= 0 {
-				off = int64(c.starts[i])
+				off = c.base + int64(c.starts[i])
 				// An entry read without the strict decoder may be a line
 				// no writer makes; say so rather than what it broke.
 				if c.res[i].kind == lineEntry && kind != BreakMalformed {
@@ -150,18 +157,12 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		}
 		if c.segStart {
 			w.segments++
-			w.bytes += int64(len(c.data))
 			lastWasEntry = false
 			if s.first != w.next {
 				return brk(BreakSeq, w.next, -1, fmt.Sprint(w.next), fmt.Sprintf("segment named for seq %d", s.first))
 			}
-			if last {
-				w.lastSize = int64(len(c.data))
-			}
-			if segData != nil {
-				segData[c.seg] = c.data
-			}
 		}
+		tailFrom := len(unsigned) // this chunk's entries in unsigned
 		for i := range c.res {
 			r := &c.res[i]
 			if r.err != nil {
@@ -183,8 +184,8 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 						return w, err
 					}
 				}
-				if segData != nil {
-					unsigned = append(unsigned, pending{c.seg, c.starts[i], c.ends[i], r.seq})
+				if checkTail {
+					unsigned = append(unsigned, pending{seg: c.seg, off: c.base + int64(c.starts[i]), seq: r.seq})
 				}
 				w.prev, prevKnown = r.hash, true
 				w.next++
@@ -205,19 +206,28 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 					return brk(BreakSignature, r.seq, i, "a valid signature by key "+KeyID(cfg.pub), "an invalid signature")
 				}
 				w.lastCk, w.haveCk = *r.ck, true
-				w.lastCkFile, w.lastCkOff = s.name, int64(c.starts[i])
+				w.lastCkFile, w.lastCkOff = s.name, c.base+int64(c.starts[i])
 				w.checkpoints++
 				lastWasEntry = false
-				unsigned = unsigned[:0]
-				if segData != nil && c.seg > 0 {
-					segData[c.seg-1] = nil
-				}
+				unsigned, tailFrom = unsigned[:0], 0
 				if last {
-					w.lastCkEnd = int64(c.ends[i]) + 1
+					w.lastCkEnd = c.base + int64(c.ends[i]) + 1
 				}
 			}
 		}
+		if checkTail {
+			for k := tailFrom; k < len(unsigned); k++ {
+				p := &unsigned[k]
+				i := int(p.off - c.base)
+				_, p.err = decodeEntry(c.data[i:c.ends[lineIndex(c, i)]], nil)
+			}
+		}
 		if c.segEnd {
+			size := c.base + int64(len(c.data))
+			w.bytes += size
+			if last {
+				w.lastSize = size
+			}
 			if c.partial > 0 {
 				if !last {
 					return brk(BreakMalformed, w.next, -1, "a segment ending in a newline", fmt.Sprintf("%d bytes of an unterminated line", c.partial))
@@ -231,8 +241,8 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		free <- c
 	}
 	for _, p := range unsigned {
-		if _, err := decodeEntry(segData[p.seg][p.start:p.end], nil); err != nil {
-			return w, &BreakError{Kind: BreakMalformed, Seq: p.seq, Want: "an entry in the stored form", Got: "entry: " + err.Error(), File: segs[p.seg].name, Offset: int64(p.start)}
+		if p.err != nil {
+			return w, &BreakError{Kind: BreakMalformed, Seq: p.seq, Want: "an entry in the stored form", Got: "entry: " + p.err.Error(), File: segs[p.seg].name, Offset: p.off}
 		}
 	}
 	return w, nil
@@ -258,47 +268,74 @@ func produce(segs []segment, cfg *walkConfig, out chan<- *chunk, free chan *chun
 			return nil
 		}
 	}
-	for si := range segs {
-		data, err := os.ReadFile(segs[si].path)
-		if err != nil {
-			c := get()
-			if c == nil {
-				return
-			}
-			c.err = fmt.Errorf("chain: reading segment: %w", err)
+	fail := func(err error) {
+		if c := get(); c != nil {
+			c.err = err
 			send(c)
+		}
+	}
+	var carry []byte // the start of a line cut by the end of a block
+	for si := range segs {
+		f, err := os.Open(segs[si].path)
+		if err != nil {
+			fail(fmt.Errorf("chain: reading segment: %w", err))
 			return
 		}
-		pos := 0
+		var base int64
+		carry = carry[:0]
 		first := true
 		for {
 			c := get()
 			if c == nil {
+				f.Close()
 				return
 			}
-			*c = chunk{seg: si, data: data, segStart: first, starts: c.starts[:0], ends: c.ends[:0], res: c.res, cks: c.cks, ents: c.ents}
+			if cap(c.buf) < len(carry)+blockSize {
+				c.buf = make([]byte, len(carry)+blockSize)
+			}
+			buf := c.buf[:cap(c.buf)]
+			n := copy(buf, carry)
+			m, err := io.ReadFull(f, buf[n:])
+			eof := err == io.EOF || err == io.ErrUnexpectedEOF
+			if err != nil && !eof {
+				f.Close()
+				free <- c
+				fail(fmt.Errorf("chain: reading segment: %w", err))
+				return
+			}
+			data := buf[:n+m]
+			k := bytes.LastIndexByte(data, '\n') + 1 // end of the last whole line
+			if !eof && k == 0 {
+				// A line longer than the block: read on with a bigger one.
+				carry = append(carry[:0], data...)
+				free <- c
+				continue
+			}
+			*c = chunk{seg: si, buf: c.buf, data: data, base: base, segStart: first,
+				starts: c.starts[:0], ends: c.ends[:0], res: c.res, cks: c.cks, ents: c.ents}
 			first = false
-			for len(c.starts) < chunkLines {
-				nl := bytes.IndexByte(data[pos:], '\n')
-				if nl < 0 {
-					break
-				}
+			if eof {
+				c.segEnd, c.partial = true, len(data)-k
+			} else {
+				carry = append(carry[:0], data[k:]...)
+			}
+			base += int64(k)
+			for pos := 0; pos < k; {
+				nl := bytes.IndexByte(data[pos:k], '\n')
 				c.starts = append(c.starts, pos)
 				c.ends = append(c.ends, pos+nl)
 				pos += nl + 1
 			}
-			if bytes.IndexByte(data[pos:], '\n') < 0 {
-				c.segEnd = true
-				c.partial = len(data) - pos
-			}
 			cfg.parse(c)
 			if !send(c) {
+				f.Close()
 				return
 			}
 			if c.segEnd {
 				break
 			}
 		}
+		f.Close()
 	}
 }
 
@@ -379,6 +416,12 @@ func (cfg *walkConfig) parseLine(h *hasher, in *interner, c *chunk, i int) {
 	if cfg.hash {
 		r.computed = h.lineBody(f.body)
 	}
+}
+
+// lineIndex returns the index of the line of c that starts at start.
+func lineIndex(c *chunk, start int) int {
+	i, _ := slices.BinarySearch(c.starts, start)
+	return i
 }
 
 func grow[T any](s []T, n int) []T {
