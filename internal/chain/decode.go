@@ -26,7 +26,7 @@ type decoder struct {
 	i     int
 	build bool
 	s     string    // string(b), made once when building, for substrings
-	in    *interner // if set, strings come from here instead of s
+	ar    *arena    // if set, slices are carved from it
 	err   *errSyntax
 }
 
@@ -135,9 +135,6 @@ func (d *decoder) str() string {
 		return ""
 	}
 	if !esc {
-		if d.in != nil {
-			return d.in.get(raw)
-		}
 		return d.s[start:i]
 	}
 	return unescape(raw)
@@ -193,6 +190,11 @@ func (d *decoder) strs() []string {
 		return nil
 	}
 	var out []string
+	start := 0
+	if d.ar != nil {
+		d.ar.reserveStrs()
+		out, start = d.ar.strs, len(d.ar.strs)
+	}
 	for {
 		s := d.str()
 		if d.err != nil {
@@ -209,6 +211,10 @@ func (d *decoder) strs() []string {
 			continue
 		}
 		d.lit("]")
+		if d.ar != nil {
+			d.ar.strs = out
+			return out[start:len(out):len(out)]
+		}
 		return out
 	}
 }

@@ -22,11 +22,11 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 	return decodeEntryIn(line, e, nil)
 }
 
-// decodeEntryIn is decodeEntry taking the strings of e from in, when in
-// is not nil.
-func decodeEntryIn(line []byte, e *Entry, in *interner) (f entryFacts, err error) {
-	d := decoder{b: line, build: e != nil, in: in}
-	if d.build && in == nil {
+// decodeEntryIn is decodeEntry carving e's slices from ar, when ar is not
+// nil.
+func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
+	d := decoder{b: line, build: e != nil, ar: ar}
+	if d.build {
 		d.s = string(line)
 	}
 	var x Entry
@@ -47,7 +47,7 @@ func decodeEntryIn(line []byte, e *Entry, in *interner) (f entryFacts, err error
 			d.capability(&c)
 			if d.build {
 				if e.Caps == nil {
-					e.Caps = make([]Cap, 0, 1)
+					e.Caps = d.newCaps()
 				}
 				e.Caps = append(e.Caps, c)
 			}
@@ -183,26 +183,37 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 	return f, true
 }
 
-// interner hands out one string for repeated values (sessions,
-// principals, tools, rules, ...), so a scan does not allocate each of them
-// for every entry. It is not safe for concurrent use.
-type interner struct {
-	m map[string]string
+// arena hands out the slices of decoded entries (roles, rules, caps) from
+// shared backing arrays, so a scan does not allocate three slices per
+// entry. A slice it gave out stays valid: the arena moves on to a new array
+// when one is full. It is not safe for concurrent use.
+type arena struct {
+	strs []string
+	caps []Cap
 }
 
-// internMax bounds an interner: past it, new values are allocated as usual.
-const internMax = 1 << 14
+const arenaLen = 4096
 
-func (in *interner) get(b []byte) string {
-	if s, ok := in.m[string(b)]; ok {
-		return s
+// reserveStrs makes room for an array of strings.
+func (a *arena) reserveStrs() {
+	if cap(a.strs)-len(a.strs) < 64 {
+		a.strs = make([]string, 0, arenaLen)
 	}
-	s := string(b)
-	if len(in.m) < internMax && len(b) <= 256 {
-		if in.m == nil {
-			in.m = make(map[string]string)
-		}
-		in.m[s] = s
+}
+
+// newCaps returns an empty slice of capabilities to append to, carved
+// from ar when there is one.
+func (d *decoder) newCaps() []Cap {
+	a := d.ar
+	if a == nil {
+		return make([]Cap, 0, 1)
 	}
-	return s
+	if cap(a.caps) == len(a.caps) {
+		a.caps = make([]Cap, 0, arenaLen)
+	}
+	// One slot, the usual count; an append past it reallocates, so a
+	// longer list never overwrites the arena's next slices.
+	n := len(a.caps)
+	a.caps = a.caps[:n+1]
+	return a.caps[n:n:n+1]
 }

@@ -33,7 +33,7 @@ type walkConfig struct {
 	midChain bool
 	workers  int
 
-	interners []interner // one per worker, for Scan
+	arenas []arena // one per worker, for Scan
 }
 
 // walkResult is the state of the chain where a walk stopped.
@@ -95,7 +95,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 	if cfg.workers <= 0 {
 		cfg.workers = runtime.GOMAXPROCS(0)
 	}
-	cfg.interners = make([]interner, cfg.workers)
+	cfg.arenas = make([]arena, cfg.workers)
 	w := walkResult{next: 1}
 	prevKnown := true
 	if len(segs) == 0 {
@@ -354,11 +354,11 @@ func (cfg *walkConfig) parse(c *chunk) {
 	var wg sync.WaitGroup
 	for k := range workers {
 		lo, hi := k*n/workers, (k+1)*n/workers
-		in := &cfg.interners[k]
+		ar := &cfg.arenas[k]
 		work := func() {
 			h := newHasher()
 			for i := lo; i < hi; i++ {
-				cfg.parseLine(h, in, c, i)
+				cfg.parseLine(h, ar, c, i)
 			}
 		}
 		if k == workers-1 {
@@ -372,7 +372,7 @@ func (cfg *walkConfig) parse(c *chunk) {
 
 var checkpointPrefix = []byte(`{"checkpoint":`)
 
-func (cfg *walkConfig) parseLine(h *hasher, in *interner, c *chunk, i int) {
+func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 	line := c.data[c.starts[i]:c.ends[i]]
 	r := &c.res[i]
 	*r = lineResult{}
@@ -396,7 +396,7 @@ func (cfg *walkConfig) parseLine(h *hasher, in *interner, c *chunk, i int) {
 	)
 	switch {
 	case cfg.fn != nil:
-		f, err = decodeEntryIn(line, &c.ents[i], in)
+		f, err = decodeEntryIn(line, &c.ents[i], ar)
 	case cfg.strict:
 		f, err = decodeEntry(line, nil)
 	default:
