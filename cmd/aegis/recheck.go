@@ -41,7 +41,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := policy.Parse(*newPolicy, data, &policy.Options{Home: cfg.Home})
+	p, err := policy.Parse(*newPolicy, data, cfg.PolicyOptions)
 	if err != nil {
 		return err
 	}

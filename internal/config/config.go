@@ -30,6 +30,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/strictyaml"
@@ -69,6 +70,15 @@ type Config struct {
 	Limits  args.Limits
 	// PolicyFile is the path of the policy file, as resolved.
 	PolicyFile string
+	// PolicyOptions are the options the policy was compiled with; another
+	// policy judged against this configuration (recheck) uses them too.
+	PolicyOptions *policy.Options
+}
+
+// resolvePattern resolves the symbolic links of a policy path on this
+// machine, as capability.CanonPath resolves a local server's arguments.
+func resolvePattern(dir string) (string, error) {
+	return capability.CanonPath(dir, &capability.PathOptions{Readlink: os.Readlink})
 }
 
 // Engine builds the decision engine of c.
@@ -122,12 +132,21 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		return nil, strictyaml.ErrorAt(top, "limits must not be negative")
 	}
 
+	c.PolicyOptions = &policy.Options{Home: c.Home}
+	for _, fs := range doc.Servers {
+		if fs != nil && fs.Local {
+			// A local server's paths have their links resolved, so a
+			// policy path behind a link must match in resolved form too.
+			c.PolicyOptions.Resolve = resolvePattern
+			break
+		}
+	}
 	c.PolicyFile = rel(doc.Policy)
 	pdata, err := readFile(c.PolicyFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: policy: %w", file, err)
 	}
-	c.Policy, err = policy.Parse(c.PolicyFile, pdata, &policy.Options{Home: c.Home})
+	c.Policy, err = policy.Parse(c.PolicyFile, pdata, c.PolicyOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,13 @@ type Options struct {
 	// whose files the policy protects, an absolute path. Empty: a
 	// path_under that starts with "~" is an error.
 	Home string
+	// Resolve, when set, returns a path_under pattern with its symbolic
+	// links resolved: the form the capabilities of a local server take,
+	// since their links are resolved too. A rule then matches under both
+	// the pattern and its resolved form (a deny on /tmp/x must match
+	// /private/tmp/x where /tmp is a link). An error keeps the pattern
+	// alone. Nil: patterns are lexical only.
+	Resolve func(dir string) (string, error)
 }
 
 // Set is a compiled policy. It is immutable and safe for concurrent use.
@@ -49,7 +56,7 @@ func Parse(file string, data []byte, o *Options) (*Set, error) {
 	if err := strictyaml.Decode(file, data, &spec); err != nil {
 		return nil, err
 	}
-	c := compiler{file: file, home: o.Home, ids: map[string]int{}}
+	c := compiler{file: file, home: o.Home, resolve: o.Resolve, ids: map[string]int{}}
 	s := &Set{file: file}
 	if spec.Version.value != "1" || spec.Version.tag != "!!int" {
 		c.errorf(spec.Version.pos, "unsupported policy version %q; want 1", spec.Version.value)
@@ -105,10 +112,11 @@ func (s *Set) Rules() []*Rule { return append([]*Rule(nil), s.infos...) }
 func (s *Set) File() string { return s.file }
 
 type compiler struct {
-	file string
-	home string
-	ids  map[string]int // rule ID → line of its first use
-	errs strictyaml.List
+	file    string
+	home    string
+	resolve func(string) (string, error)
+	ids     map[string]int // rule ID → line of its first use
+	errs    strictyaml.List
 }
 
 func (c *compiler) errorf(p strictyaml.Pos, format string, args ...any) {
@@ -170,6 +178,11 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 	for _, p := range rs.PathUnder.items {
 		if dir, ok := c.pathUnder(p); ok {
 			r.paths = append(r.paths, dir)
+			if c.resolve != nil {
+				if rd, err := c.resolve(dir); err == nil && rd != dir && strings.HasPrefix(rd, "/") && path.Clean(rd) == rd {
+					r.paths = append(r.paths, rd)
+				}
+			}
 		}
 	}
 	for _, h := range rs.Host.items {

@@ -278,3 +278,44 @@ var fuzzRequests = []*Request{
 	req("x", "y", shellOf("a|b"), idOf("mail.message", "1"), netTo("http", "10.0.0.1", 80, capability.Private)),
 	{Server: "legacy", Tool: "t"},
 }
+
+// TestResolvedPatterns: with Resolve, a rule matches under a pattern and
+// under its resolved form, so a deny on a path behind a symbolic link still
+// matches a local server's resolved capabilities.
+func TestResolvedPatterns(t *testing.T) {
+	src := "version: 1\nrules:\n  - {id: tools, effect: allow, tool: '*'}\n  - {id: no-tmp, effect: deny, path_under: /tmp/secret}\n  - {id: home, effect: allow, path_under: '~/p'}\n"
+	resolve := func(dir string) (string, error) {
+		switch {
+		case strings.HasPrefix(dir, "/tmp/"):
+			return "/private" + dir, nil
+		case strings.HasPrefix(dir, "/home/u/"):
+			return "/usr/home/u/" + strings.TrimPrefix(dir, "/home/u/"), nil
+		}
+		return dir, nil
+	}
+	tests := []struct {
+		name    string
+		resolve func(string) (string, error)
+		path    string
+		want    Effect
+	}{
+		{"lexical form", resolve, "/tmp/secret/a", Deny},
+		{"resolved form is denied too", resolve, "/private/tmp/secret/a", Deny},
+		{"resolved home is allowed", resolve, "/usr/home/u/p/x", Allow},
+		{"without Resolve the resolved form is unknown", nil, "/usr/home/u/p/x", Deny},
+		{"without Resolve the lexical form still works", nil, "/home/u/p/x", Allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse("p.yaml", []byte(src), &Options{Home: "/home/u", Resolve: tt.resolve})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := s.Decide(&Request{Server: "fs", Tool: "read_file", Origin: Interactive, Bound: true,
+				Caps: []capability.Capability{{Kind: capability.FSRead, Path: tt.path}}})
+			if d.Effect() != tt.want {
+				t.Fatalf("%s: %s, want %s (%s)", tt.path, d.Effect(), tt.want, d.Reason())
+			}
+		})
+	}
+}
