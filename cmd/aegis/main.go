@@ -20,6 +20,7 @@ import (
 )
 
 const usage = `usage:
+  aegis demo                                a real session through aegis run, then verify and recheck
   aegis run [--config FILE] [--server NAME] -- CMD ARG...  wrap a stdio MCP server
   aegis eval --config FILE < events.jsonl   decide JSON Lines events (calls and results)
   aegis explain --config FILE [EVENT]       explain the decision for one call event (JSON; stdin if absent)
@@ -67,6 +68,8 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdPolicyTest(rest[1:], stdout, stderr)
 	case "verify":
 		err = cmdVerify(rest, stdout, stderr)
+	case "demo":
+		err = cmdDemo(rest, stdout, stderr)
 	case "demo-server":
 		err = cmdDemoServer(rest, stdin, stdout, stderr)
 	case "recheck":

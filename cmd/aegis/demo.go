@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The demo's files: a home with a project and a (fake) SSH key, a bindings
+// file for the demo server, a policy, and a looser policy to recheck with.
+var demoFiles = map[string]string{
+	"home/projects/notes.md": "Meeting notes: ship the firewall.\n",
+	"home/.ssh/id_rsa":       "-----BEGIN FAKE KEY----- (demo) -----END FAKE KEY-----\n",
+	"aegis.yaml": `version: 1
+home: @HOME@
+policy: policy.yaml
+servers:
+  demo:
+    bindings: bindings.yaml
+    local: true
+`,
+	"bindings.yaml": `version: 1
+tools:
+  echo: {tier: read-only}
+  read_file:
+    tier: data-read
+    args: [{pointer: /path, kind: fs.read}]
+  fetch:
+    tier: data-read
+    args: [{pointer: /url, kind: net.connect}]
+`,
+	"policy.yaml": `version: 1
+rules:
+  - {id: demo-tools, effect: allow, server: demo, tool: [echo, read_file, fetch]}
+  - {id: projects, effect: allow, capability: fs.read, path_under: "~/projects"}
+  - {id: no-ssh, effect: deny, reason: "SSH keys are off limits", capability: [fs.read, fs.write], path_under: "~/.ssh"}
+  - {id: public-web, effect: allow, capability: net.connect, scheme: https, host: "class:public"}
+  - {id: no-metadata, effect: deny, reason: "cloud metadata is off limits", capability: net.connect, host: ["class:metadata", "class:link-local", "class:loopback", "class:private"]}
+`,
+	"looser.yaml": `version: 1
+rules:
+  - {id: demo-tools, effect: allow, server: demo, tool: "*"}
+  - {id: anything, effect: allow, capability: [fs.read, net.connect]}
+`,
+}
+
+// cmdDemo shows aegis at work on a real MCP session: the bundled demo
+// server wrapped by `aegis run` (this same binary, the code path of a real
+// deployment), driven by the official Go SDK client; then the chain is
+// verified and rechecked against a looser policy.
+func cmdDemo(argv []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", stderr)
+	keep := fs.Bool("keep", false, "keep the demo's directory and print where it is")
+	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
+		return usageError(stderr, "usage: aegis demo [--keep]")
+	}
+	// This binary, by the name it was started with (not os.Executable,
+	// which resolves links): the demo runs `aegis run` and the demo
+	// server as real processes, as a deployment does.
+	self, err := exec.LookPath(os.Args[0])
+	if err != nil {
+		return err
+	}
+	if self, err = filepath.Abs(self); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "aegis-demo-")
+	if err != nil {
+		return err
+	}
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		return err
+	}
+	if *keep {
+		fmt.Fprintf(stdout, "demo directory: %s\n", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	home := filepath.Join(dir, "home")
+	for name, text := range demoFiles {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "@HOME@", home)), 0o600); err != nil {
+			return err
+		}
+	}
+	state := filepath.Join(dir, "state")
+	cfg := filepath.Join(dir, "aegis.yaml")
+
+	say := func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }
+	say("$ aegis run --config aegis.yaml -- aegis demo-server --root %s", home)
+	cmd := exec.Command(self, "run", "--config", cfg, "--principal", "demo", "--", self, "demo-server", "--root", home)
+	cmd.Env = append(os.Environ(), "AEGIS_HOME="+state)
+	cmd.Stderr = io.Discard // the demo server logs each call it serves
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "aegis-demo-client", Version: "v1"}, nil)
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting to aegis run: %w", err)
+	}
+	tools, err := session.ListTools(ctx, nil)
+	if err != nil {
+		session.Close()
+		return err
+	}
+	var names []string
+	for _, t := range tools.Tools {
+		names = append(names, t.Name)
+	}
+	say("tools: %s\n", strings.Join(names, ", "))
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_file", map[string]any{"path": filepath.Join(home, "projects/notes.md")}},
+		{"read_file", map[string]any{"path": home + "/projects/../.ssh/id_rsa"}},
+		{"fetch", map[string]any{"url": "https://example.com/"}},
+		{"fetch", map[string]any{"url": "http://0xA9FEA9FE/latest/meta-data/"}},
+		{"ask_model", map[string]any{"question": "hi"}},
+	} {
+		say("call %s %v", c.tool, c.args)
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+		if err != nil {
+			session.Close()
+			return err
+		}
+		var text []string
+		for _, part := range res.Content {
+			if t, ok := part.(*mcp.TextContent); ok {
+				text = append(text, strings.TrimSpace(t.Text))
+			}
+		}
+		verdict := "  forwarded: "
+		if res.IsError {
+			verdict = "  REFUSED:   "
+		}
+		say("%s%s\n", verdict, strings.Join(text, " "))
+	}
+	if err := session.Close(); err != nil {
+		return err
+	}
+
+	os.Setenv("AEGIS_HOME", state)
+	say("$ aegis verify")
+	if err := cmdVerify(nil, stdout, stderr); err != nil {
+		return err
+	}
+	say("\n$ aegis log")
+	if err := cmdLog(nil, stdout, stderr); err != nil {
+		return err
+	}
+	say("\n$ aegis recheck --config aegis.yaml --policy looser.yaml")
+	err = cmdRecheck([]string{"--config", cfg, "--policy", filepath.Join(dir, "looser.yaml")}, stdout, stderr)
+	if ee, ok := err.(exitError); ok && ee.code == 3 {
+		return nil // flips are what the demo shows
+	}
+	return err
+}
