@@ -25,8 +25,8 @@ type decoder struct {
 	b     []byte
 	i     int
 	build bool
-	s     string    // string(b), made once when building, for substrings
-	ar    *arena    // if set, slices are carved from it
+	s     string // string(b), made once when building, for substrings
+	ar    *arena // if set, slices are carved from it
 	err   *errSyntax
 }
 

@@ -215,5 +215,5 @@ func (d *decoder) newCaps() []Cap {
 	// longer list never overwrites the arena's next slices.
 	n := len(a.caps)
 	a.caps = a.caps[:n+1]
-	return a.caps[n:n:n+1]
+	return a.caps[n : n : n+1]
 }
