@@ -119,7 +119,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		rec:     &gateway.Recorder{Engine: eng, Log: log},
 		server:  name,
 		session: *session, principal: *principal, roles: roles, origin: origin,
-		logger:  logger,
+		logger: logger,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
