@@ -1,0 +1,88 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// TestLocalServerResolvesPolicyPaths: a policy path behind a symbolic link
+// still matches a local server's capabilities, whose links are resolved.
+// Without that, a deny on /tmp/x would miss /private/tmp/x on macOS.
+func TestLocalServerResolvesPolicyPaths(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"real/secret", "real/open"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "real"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"aegis.yaml": "version: 1\nhome: " + dir + "\npolicy: policy.yaml\nservers:\n  fs: {builtin: filesystem, local: %LOCAL%}\n",
+		"policy.yaml": "version: 1\nrules:\n" +
+			"  - {id: tools, effect: allow, server: fs, tool: '*'}\n" +
+			"  - {id: open, effect: allow, capability: fs.read, path_under: '~/link'}\n" +
+			"  - {id: no-secret, effect: deny, capability: fs.read, path_under: '~/link/secret'}\n",
+	}
+	tests := []struct {
+		name, local, path string
+		want              policy.Effect
+		wantRule          string
+	}{
+		{"local: the link is resolved and the deny still matches", "true", "link/secret/key", policy.Deny, "no-secret"},
+		{"local: the real path is denied by the same rule", "true", "real/secret/key", policy.Deny, "no-secret"},
+		{"local: the allow matches the resolved form", "true", "link/open/a", policy.Allow, "open"},
+		{"not local: lexical, as written", "false", "link/secret/key", policy.Deny, "no-secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read := func(name string) ([]byte, error) {
+				return []byte(strings.ReplaceAll(files[filepath.Base(name)], "%LOCAL%", tt.local)), nil
+			}
+			cfg, err := Parse(filepath.Join(dir, "aegis.yaml"), []byte(strings.ReplaceAll(files["aegis.yaml"], "%LOCAL%", tt.local)), read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := cfg.Engine()
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := eng.Check(context.Background(), &gateway.Call{Server: "fs", Tool: "read_text_file", Origin: policy.Interactive,
+				Arguments: []byte(`{"path":"` + filepath.Join(dir, tt.path) + `"}`)})
+			if v.Effect != tt.want || v.Err != nil || !slices.Contains(v.Decision.Rules(), tt.wantRule) {
+				t.Fatalf("%s: %s (%s), want %s by %q", tt.path, v.Effect, v.Reason(), tt.want, tt.wantRule)
+			}
+		})
+	}
+}
+
+// TestParseErrors: configuration mistakes are reported at their place.
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"unknown key", "version: 1\npolicy: p.yaml\nservers: {}\nlimit: 3\n", `c.yaml:4:1: unknown key "limit"`},
+		{"unknown builtin", "version: 1\npolicy: p.yaml\nservers:\n  fs: {builtin: ftp}\n", `unknown builtin "ftp"`},
+		{"relative home", "version: 1\nhome: alice\npolicy: p.yaml\nservers: {}\n", `home "alice": want an absolute path`},
+		{"negative limit", "version: 1\npolicy: p.yaml\nservers: {}\nlimits: {max_depth: -1}\n", `limits must not be negative`},
+		{"missing policy", "version: 1\nservers: {}\n", `missing key "policy"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+			_, err := Parse("c.yaml", []byte(tt.yaml), read)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
