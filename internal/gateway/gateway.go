@@ -120,13 +120,24 @@ var ErrUnknownServer = errors.New("unknown server")
 // Check runs the pipeline for c. It never returns an undecided call: every
 // failure is a Verdict with Effect Deny and Err set.
 func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
+	v, _ := e.check(c, false)
+	return v
+}
+
+// check is Check that also returns, when hash is set, the hash of the
+// arguments for the chain (see argsHash), from the document it decoded:
+// recording a call must not decode its arguments twice.
+func (e *Engine) check(c *Call, hash bool) (v Verdict, argsHash [32]byte) {
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
 	req, v, ok := e.prepare(c, &sc.doc)
-	if !ok {
-		return v
+	if hash {
+		argsHash = hashArgs(&sc.doc, c.Arguments)
 	}
-	return e.decide(req, c)
+	if !ok {
+		return v, argsHash
+	}
+	return e.decide(req, c), argsHash
 }
 
 // Explain checks c like [Engine.Check] and, when the call reached the
@@ -144,12 +155,14 @@ func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 // prepare decodes the arguments and derives the capabilities of c. When it
 // cannot, it returns the denying Verdict and false.
 func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool) {
+	// Decode first, whatever happens next: doc then holds this call's
+	// arguments (or nothing), never a previous call's, for hashArgs.
+	if err := doc.Decode(c.Arguments, &e.limits); err != nil {
+		return nil, deny(fmt.Errorf("arguments: %w", err)), false
+	}
 	s := e.servers[c.Server]
 	if s == nil {
 		return nil, deny(fmt.Errorf("%w %q", ErrUnknownServer, c.Server)), false
-	}
-	if err := doc.Decode(c.Arguments, &e.limits); err != nil {
-		return nil, deny(fmt.Errorf("arguments: %w", err)), false
 	}
 	req := &policy.Request{
 		Server:    c.Server,

@@ -188,3 +188,30 @@ func BenchmarkNaiveCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestArgsHash: the hash the chain records is of this call's arguments,
+// canonical (two spellings hash alike), whatever the engine decided and
+// whatever it decoded before.
+func TestArgsHash(t *testing.T) {
+	e := newEngine(t, "")
+	hash := func(server, args string) [32]byte {
+		_, h := e.check(&Call{Server: server, Tool: "read_file", Arguments: []byte(args)}, true)
+		return h
+	}
+	a := hash("fs", `{"path":"/home/u/projects/a","head":1}`)
+	if b := hash("fs", `{ "head": 1.0e0, "path": "\/home\/u\/projects\/a" }`); a != b {
+		t.Error("two spellings of the same arguments hash differently")
+	}
+	// An unknown server after a call with other arguments: the hash must be
+	// of the new arguments, not of what the pooled document held.
+	hash("fs", `{"path":"/home/u/projects/a"}`)
+	if got, want := hash("nope", `{"x":1}`), hash("fs", `{"x":1}`); got != want {
+		t.Error("a refused call's hash is not of its own arguments")
+	}
+	if raw, canon := hash("fs", `{"n":9007199254740993}`), hash("fs", `{"n":9007199254740992}`); raw == canon {
+		t.Error("a number beyond float64 precision collides with its rounding")
+	}
+	if hash("fs", `not json`) == hash("fs", `not  json`) {
+		t.Error("unreadable arguments hash alike")
+	}
+}

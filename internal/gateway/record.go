@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -24,8 +23,6 @@ type Recorder struct {
 	Log    Appender
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-
-	docs sync.Pool // *args.Doc
 }
 
 // Call checks c and appends its entry. When the entry cannot be made
@@ -33,12 +30,13 @@ type Recorder struct {
 // says why. schemaHash is the hash of the tool's pinned input schema, zero
 // when unknown.
 func (r *Recorder) Call(ctx context.Context, c *Call, schemaHash [32]byte) (Verdict, error) {
-	v := r.Engine.Check(ctx, c)
+	v, argsHash := r.Engine.check(c, true)
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
 	e := r.entry(c, &v, schemaHash, now())
+	e.ArgsHash = argsHash
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
 		refused := deny(fmt.Errorf("the decision could not be recorded, so the call is refused"))
 		refused.Caps, refused.Bound, refused.Tier = v.Caps, v.Bound, v.Tier
@@ -66,7 +64,6 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 		Mode:           r.Engine.Policy().Mode().String(),
 		Reason:         v.Reason(),
 		PolicyHash:     r.Engine.Policy().Hash(),
-		ArgsHash:       r.argsHash(c.Arguments),
 	}
 	if v.Bound {
 		e.Tier = v.Tier.String()
@@ -82,20 +79,16 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 	return e
 }
 
-// argsHash is the SHA-256 of the arguments' RFC 8785 canonical form, so
-// that two spellings of the same arguments hash alike. Arguments that have
-// no exact canonical form (a number beyond float64's precision) or are not
-// strict JSON are hashed as their raw bytes under another domain, so the
-// two can never be confused.
-func (r *Recorder) argsHash(raw []byte) [32]byte {
-	doc, _ := r.docs.Get().(*args.Doc)
-	if doc == nil {
-		doc = new(args.Doc)
-	}
-	defer r.docs.Put(doc)
+// hashArgs is the SHA-256 of the arguments' RFC 8785 canonical form, so
+// that two spellings of the same arguments hash alike (SPEC.md, args_hash).
+// doc holds the arguments decoded, or nothing if they were not strict JSON.
+// Arguments that have no exact canonical form (a number beyond float64's
+// precision) or are not strict JSON are hashed as their raw bytes under
+// another domain, so the two can never be confused.
+func hashArgs(doc *args.Doc, raw []byte) [32]byte {
 	h := sha256.New()
-	if doc.Decode(raw, &r.Engine.limits) == nil {
-		if canon, err := doc.Root().AppendCanonical(nil); err == nil {
+	if root := doc.Root(); root.Kind() != args.Invalid {
+		if canon, err := root.AppendCanonical(nil); err == nil {
 			h.Write([]byte("aegis.args.jcs.v1\x00"))
 			h.Write(canon)
 			return [32]byte(h.Sum(nil))
