@@ -9,14 +9,13 @@ import (
 )
 
 // Semantics records how a server itself reads its path arguments, so that a
-// curated binding can model it or fail closed where it cannot.
+// curated binding can model it or fail closed where it cannot. Symbolic
+// links need no entry: the kernel follows them for every server, so a
+// server configured as local always has them resolved.
 type Semantics struct {
 	// ExpandHome: the server expands "~" and "~/x" against its own user's
 	// home (the official filesystem server does, with os.homedir()).
 	ExpandHome bool
-	// FollowsSymlinks: the server resolves symbolic links before it reads
-	// or writes, so aegis must resolve them too when the server is local.
-	FollowsSymlinks bool
 	// NFCEquivalent: the server maps a missing path component to an existing
 	// sibling with the same Unicode NFC form. aegis cannot see which sibling
 	// exists, so a path argument not in NFC is refused as ambiguous.
@@ -88,7 +87,7 @@ func filesystemBuiltin() *Builtin {
 		Name:        "filesystem",
 		Package:     "@modelcontextprotocol/server-filesystem",
 		Description: "the official MCP filesystem server",
-		Semantics:   Semantics{ExpandHome: true, FollowsSymlinks: true, NFCEquivalent: true},
+		Semantics:   Semantics{ExpandHome: true, NFCEquivalent: true},
 		Tools: table(
 			&Binding{Tool: "read_file", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "read_text_file", Tier: dr, Args: []Arg{r("/path")}},
