@@ -54,11 +54,17 @@ var layers = map[string][]string{
 	"internal/config":     {"internal/args", "internal/binding", "internal/capability", "internal/gateway", "internal/policy", "internal/strictyaml"},
 	"internal/proxy":      {"internal/args"},
 	"internal/demoserver": {},
+	"internal/dlp":        {"internal/args"},
+	"internal/shape":      {"internal/args"},
+	"internal/session":    {"internal/args"},
+	"internal/egress":     {"internal/capability"},
+	"internal/pin":        {"internal/args"},
+	"internal/envelope":   {"internal/args", "internal/dlp"},
 }
 
 // pure packages decide from values alone: no files, no network, no
 // processes.
-var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy"}
+var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape"}
 
 // syscall is allowed: package capability names errno values (EINVAL, ENOTDIR)
 // that its injected Readlink returns, and makes no call.
