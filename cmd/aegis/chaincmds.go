@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/config"
 )
 
 // chainDir resolves the chain a command reads: --chain DIR, else the chain
@@ -26,6 +27,9 @@ func chainDir(dir, server string) (string, error) {
 	}
 	root := filepath.Join(state, "chain")
 	if server != "" {
+		if err := config.CheckServerName(server); err != nil {
+			return "", err
+		}
 		return filepath.Join(root, server), nil
 	}
 	ents, err := os.ReadDir(root)

@@ -15,10 +15,11 @@ import (
 func cmdDemoServer(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("demo-server", stderr)
 	root := fs.String("root", ".", "the `directory` read_file serves")
+	updated := fs.Bool("updated", false, "serve a later version whose read_file takes one more argument (to show tool pinning)")
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
-		return usageError(stderr, "usage: aegis demo-server [--root DIR]")
+		return usageError(stderr, "usage: aegis demo-server [--root DIR] [--updated]")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return demoserver.Run(ctx, stdin, stdout, &demoserver.Options{Root: *root, CallLog: stderr})
+	return demoserver.Run(ctx, stdin, stdout, &demoserver.Options{Root: *root, CallLog: stderr, Updated: *updated})
 }

@@ -29,6 +29,8 @@ const usage = `usage:
   aegis recheck --policy FILE [--server NAME] replay the chain against another policy
   aegis log [--server NAME] [-n N] [--json] show recent decisions
   aegis key [--server NAME]                 print the chain's public key
+  aegis pins [list|accept|forget] [--server NAME] [TOOL...]
+                                            the pinned tool definitions; accept a held tool
   aegis bindings [NAME]                     print the curated binding tables
   aegis version                             print the version
 `
@@ -78,6 +80,8 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdLog(rest, stdout, stderr)
 	case "key":
 		err = cmdKey(rest, stdout, stderr)
+	case "pins":
+		err = cmdPins(rest, stdout, stderr)
 	case "bindings":
 		err = cmdBindings(rest, stdout)
 	case "version":

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -37,7 +38,8 @@ func TestScripts(t *testing.T) {
 // mcpDrive is a scripted MCP client for the CLI scripts: it starts argv,
 // sends it the JSON-RPC lines of its own stdin, prints every line the
 // command answers, and closes the command's stdin only once every request
-// has its response, so no script depends on timing.
+// has its response, so no script depends on timing. A line "#wait" holds
+// the lines after it until every request before it has its response.
 func mcpDrive(argv []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
@@ -55,39 +57,72 @@ func mcpDrive(argv []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	pending := map[string]bool{}
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		pending = map[string]bool{}
+		done    bool
+	)
+	go func() {
+		rd := bufio.NewScanner(out)
+		rd.Buffer(nil, 16<<20)
+		for rd.Scan() {
+			fmt.Printf("%s\n", rd.Bytes())
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(rd.Bytes(), &m) == nil && m.Method == "" {
+				mu.Lock()
+				delete(pending, string(m.ID))
+				cond.Broadcast()
+				mu.Unlock()
+			}
+		}
+		mu.Lock()
+		done = true
+		cond.Broadcast()
+		mu.Unlock()
+	}()
+	// settle waits until every request sent has its response (or the
+	// command's output ended).
+	settle := func() {
+		mu.Lock()
+		for len(pending) > 0 && !done {
+			cond.Wait()
+		}
+		mu.Unlock()
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if sc.Text() == "#wait" { // a line of its own: answer everything sent so far first
+			settle()
+			continue
+		}
 		var m struct {
 			ID json.RawMessage `json:"id"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) == nil && m.ID != nil {
+			mu.Lock()
 			pending[string(m.ID)] = true
+			mu.Unlock()
 		}
 		fmt.Fprintf(in, "%s\n", sc.Bytes())
 	}
-	rd := bufio.NewScanner(out)
-	rd.Buffer(nil, 16<<20)
-	for len(pending) > 0 && rd.Scan() {
-		fmt.Printf("%s\n", rd.Bytes())
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(rd.Bytes(), &m) == nil && m.Method == "" {
-			delete(pending, string(m.ID))
-		}
-	}
+	settle()
 	in.Close()
-	for rd.Scan() {
-		fmt.Printf("%s\n", rd.Bytes())
+	mu.Lock()
+	for !done {
+		cond.Wait()
 	}
+	unanswered := len(pending)
+	mu.Unlock()
 	if err := cmd.Wait(); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpdrive:", err)
 		return 1
 	}
-	if len(pending) > 0 {
-		fmt.Fprintf(os.Stderr, "mcpdrive: no response to %d requests\n", len(pending))
+	if unanswered > 0 {
+		fmt.Fprintf(os.Stderr, "mcpdrive: no response to %d requests\n", unanswered)
 		return 1
 	}
 	return 0

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,13 +14,13 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
-	"sync"
 	"syscall"
+	"time"
 
-	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/pin"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/proxy"
 )
@@ -115,8 +114,14 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	defer log.Close()
 
+	pins, err := pin.Open(filepath.Join(state, "pins", name+".json"))
+	if err != nil {
+		return err
+	}
 	g := &runGate{
 		rec:     &gateway.Recorder{Engine: eng, Log: log},
+		pins:    pins,
+		stderr:  stderr,
 		server:  name,
 		session: *session, principal: *principal, roles: roles, origin: origin,
 		logger: logger,
@@ -144,17 +149,16 @@ type runGate struct {
 	server, session, principal string
 	roles                      []string
 	origin                     policy.Origin
+	pins                       *pin.Store
 	logger                     *slog.Logger
-
-	mu      sync.Mutex
-	schemas map[string][32]byte // tool → hash of its listed input schema
+	stderr                     io.Writer
 }
 
+// ruleHeld is the rule id recorded for a call to a held tool.
+const ruleHeld = "aegis:pin"
+
 func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error) {
-	g.mu.Lock()
-	schema := g.schemas[c.Tool]
-	g.mu.Unlock()
-	v, err := g.rec.Call(ctx, &gateway.Call{
+	call := &gateway.Call{
 		Session:   g.session,
 		Principal: g.principal,
 		Roles:     g.roles,
@@ -163,7 +167,21 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 		Server:    g.server,
 		Tool:      c.Tool,
 		Arguments: c.Arguments,
-	}, schema)
+	}
+	var schema [32]byte
+	p, pinned, err := g.pins.Lookup(c.Tool)
+	switch {
+	case err != nil:
+		// Pins aegis cannot read cannot say the tool is the approved one.
+		g.logger.Error("reading the pins", "err", err)
+		call.Refuse = &gateway.Refusal{Rule: ruleHeld, Err: errors.New("the pinned tool definitions cannot be read")}
+	case pinned && p.Held():
+		call.Refuse = &gateway.Refusal{Rule: ruleHeld, Err: fmt.Errorf("tool %q changed its input schema since it was pinned and is held until a person accepts the change", c.Tool)}
+		schema = p.Pending.Full
+	case pinned:
+		schema = p.Full
+	}
+	v, err := g.rec.Call(ctx, call, schema)
 	if err != nil {
 		return proxy.Verdict{}, err
 	}
@@ -180,36 +198,58 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 	}
 }
 
-// Tools records the hash of each listed tool's input schema, for the
-// chain. The list is passed on unchanged.
+// Tools pins the listed tools (package pin) and passes on the tools the
+// client may see: a held tool, a definition aegis cannot read, and (with
+// hide_unallowed) a tool no rule could allow are left out. The list is
+// passed on byte for byte when nothing is left out.
 func (g *runGate) Tools(ctx context.Context, tools []json.RawMessage) ([]json.RawMessage, error) {
-	var doc args.Doc
-	hashes := make(map[string][32]byte, len(tools))
-	for _, t := range tools {
-		if doc.Decode(t, nil) != nil {
+	eng := g.rec.Engine
+	srv := eng.Server(g.server)
+	defs := make([]*pin.Def, 0, len(tools))
+	keep := make([]bool, len(tools))
+	at := make([]int, 0, len(tools)) // tools index of each def
+	for i, t := range tools {
+		d, err := pin.Parse(t)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "aegis: server %q listed a tool aegis cannot read; it is hidden: %v\n", g.server, err)
 			continue
 		}
-		name, ok := doc.Root().Lookup("name")
-		if !ok || name.Kind() != args.String {
+		defs = append(defs, d)
+		at = append(at, i)
+	}
+	status, err := g.pins.Observe(defs, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("pinning the tools: %w", err)
+	}
+	hidden := len(defs) < len(tools)
+	for j, d := range defs {
+		switch status[j] {
+		case pin.Held:
+			fmt.Fprintf(g.stderr, "aegis: tool %q of server %q changed its input schema since it was pinned; it is hidden and refused until you accept it: aegis pins accept --server %s %s\n", d.Name, g.server, g.server, d.Name)
+			hidden = true
+			continue
+		case pin.New:
+			g.logger.Info("tool pinned", "tool", d.Name)
+		case pin.Described:
+			g.logger.Warn("tool description changed; the new one is pinned", "tool", d.Name)
+		}
+		if srv.HideUnallowed && !eng.Policy().MayAllow(&policy.Request{
+			Server: g.server, Tool: d.Name, Principal: g.principal, Roles: g.roles,
+			Bound: srv.Bindings[d.Name] != nil,
+		}) {
+			hidden = true
 			continue
 		}
-		schema, ok := doc.Root().Lookup("inputSchema")
-		if !ok {
-			continue
+		keep[at[j]] = true
+	}
+	if !hidden {
+		return tools, nil
+	}
+	out := make([]json.RawMessage, 0, len(tools))
+	for i, t := range tools {
+		if keep[i] {
+			out = append(out, t)
 		}
-		canon := schema.AppendJSON(nil)
-		h := sha256.New()
-		h.Write([]byte("aegis.tool-schema.v1\x00"))
-		h.Write(canon)
-		hashes[name.Str()] = [32]byte(h.Sum(nil))
 	}
-	g.mu.Lock()
-	if g.schemas == nil {
-		g.schemas = make(map[string][32]byte)
-	}
-	for k, v := range hashes {
-		g.schemas[k] = v
-	}
-	g.mu.Unlock()
-	return tools, nil
+	return out, nil
 }

@@ -50,6 +50,8 @@ type fileServer struct {
 	Bindings strictyaml.StringList `yaml:"bindings"`
 	Home     string                `yaml:"home"`
 	Local    bool                  `yaml:"local"`
+	// HideUnallowed hides from tools/list the tools no rule could allow.
+	HideUnallowed bool `yaml:"hide_unallowed"`
 }
 
 func (*fileServer) YAMLName() string { return "server" }
@@ -162,6 +164,9 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		if fs == nil {
 			fs = &fileServer{Pos: top}
 		}
+		if err := CheckServerName(name); err != nil {
+			return nil, strictyaml.ErrorAt(fs.Pos, "%v", err)
+		}
 		s := &gateway.Server{Name: name}
 		var sem binding.Semantics
 		if fs.Builtin != "" {
@@ -198,7 +203,23 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			s.Options.Path.Readlink = os.Readlink
 		}
 		s.Options.RequireNFC = sem.NFCEquivalent
+		s.HideUnallowed = fs.HideUnallowed
 		c.Servers = append(c.Servers, s)
 	}
 	return c, nil
+}
+
+// CheckServerName checks that name can name a server: it names the
+// server's chain, pins and logs in the state directory, so it is a short
+// plain file name (letters, digits, '.', '_', '-'; not starting with '.').
+func CheckServerName(name string) error {
+	ok := name != "" && len(name) <= 64 && name[0] != '.'
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf("server name %q: want 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'", name)
+	}
+	return nil
 }

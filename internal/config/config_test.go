@@ -72,6 +72,9 @@ func TestParseErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"unknown key", "version: 1\npolicy: p.yaml\nservers: {}\nlimit: 3\n", `c.yaml:4:1: unknown key "limit"`},
 		{"unknown builtin", "version: 1\npolicy: p.yaml\nservers:\n  fs: {builtin: ftp}\n", `unknown builtin "ftp"`},
+		{"server name climbing out of the state directory", "version: 1\npolicy: p.yaml\nservers:\n  ../../etc: {builtin: filesystem}\n", `c.yaml:4:14: server name "../../etc": want`},
+		{"server name with a slash", "version: 1\npolicy: p.yaml\nservers:\n  a/b: {builtin: filesystem}\n", `server name "a/b"`},
+		{"hidden server name", "version: 1\npolicy: p.yaml\nservers:\n  .fs: {builtin: filesystem}\n", `server name ".fs"`},
 		{"relative home", "version: 1\nhome: alice\npolicy: p.yaml\nservers: {}\n", `home "alice": want an absolute path`},
 		{"negative limit", "version: 1\npolicy: p.yaml\nservers: {}\nlimits: {max_depth: -1}\n", `limits must not be negative`},
 		{"missing policy", "version: 1\nservers: {}\n", `missing key "policy"`},

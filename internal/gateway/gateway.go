@@ -25,6 +25,9 @@ type Server struct {
 	Name     string
 	Bindings binding.Table   // nil: every tool is unbound
 	Options  binding.Options // how its arguments are canonicalised
+	// HideUnallowed hides from the client's tools/list the tools that no
+	// rule could allow (policy.Set.MayAllow).
+	HideUnallowed bool
 }
 
 // Engine decides calls for a set of servers under one policy. It is safe for
@@ -78,6 +81,10 @@ type Call struct {
 	Server    string
 	Tool      string
 	Arguments []byte // the raw JSON arguments object as the model wrote it
+	// Refuse, if set, refuses the call whatever the policy says (a step
+	// before the policy refused it: a held tool). The capabilities are
+	// still derived, for the record.
+	Refuse *Refusal
 }
 
 // Verdict is the engine's answer for one call. Effect is what happens to
@@ -137,7 +144,11 @@ func (e *Engine) check(c *Call, hash bool) (v Verdict, argsHash [32]byte) {
 	if !ok {
 		return v, argsHash
 	}
-	return e.decide(req, c), argsHash
+	v = e.decide(req, c)
+	if c.Refuse != nil {
+		v = Verdict{Effect: policy.Deny, Err: c.Refuse, Caps: v.Caps, Bound: v.Bound, Tier: v.Tier}
+	}
+	return v, argsHash
 }
 
 // Explain checks c like [Engine.Check] and, when the call reached the
@@ -205,6 +216,31 @@ func (e *Engine) decide(req *policy.Request, c *Call) Verdict {
 		v.Arguments = c.Arguments
 	}
 	return v
+}
+
+// Refusal is an error that refuses a call before or beside the policy, by
+// one of aegis's own rules (a rule id with the "aegis:" prefix, which no
+// policy can use): a held tool, an off-schema argument, a cap reached. The
+// chain records Rule as the deciding rule.
+type Refusal struct {
+	Rule string
+	Err  error
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// RuleOf returns the aegis rule that refused v, [RuleUndecidable] unless
+// v.Err is a [Refusal]; "" when v.Err is nil.
+func RuleOf(v *Verdict) string {
+	if v.Err == nil {
+		return ""
+	}
+	var r *Refusal
+	if errors.As(v.Err, &r) {
+		return r.Rule
+	}
+	return RuleUndecidable
 }
 
 func deny(err error) Verdict {

@@ -69,7 +69,7 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 		e.Tier = v.Tier.String()
 	}
 	if v.Err != nil {
-		e.Rules = []string{RuleUndecidable}
+		e.Rules = []string{RuleOf(v)}
 	} else {
 		e.Rules = v.Decision.Rules()
 		if w := v.Decision.Would(); w != v.Effect {

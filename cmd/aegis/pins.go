@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/pin"
+)
+
+// cmdPins lists, accepts and forgets the pinned tool definitions of a
+// server: `aegis pins [list|accept|forget] --server NAME [TOOL...]`.
+func cmdPins(argv []string, stdout, stderr io.Writer) error {
+	verb := "list"
+	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
+		verb, argv = argv[0], argv[1:]
+	}
+	fs := newFlags("pins "+verb, stderr)
+	server := fs.String("server", "", "the server `name` whose pins to use (default: the only server with pins)")
+	if err := fs.Parse(argv); err != nil {
+		return exitError{2}
+	}
+	path, err := pinFile(*server)
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "list":
+		if fs.NArg() > 0 {
+			return usageError(stderr, "usage: aegis pins list [--server NAME]")
+		}
+		return listPins(path, stdout)
+	case "accept":
+		s, err := openPins(path)
+		if err != nil {
+			return err
+		}
+		done, err := s.Accept(fs.Args(), time.Now())
+		if err != nil {
+			return err
+		}
+		if len(done) == 0 {
+			fmt.Fprintln(stdout, "no tool is held")
+		}
+		for _, name := range done {
+			fmt.Fprintf(stdout, "accepted %s: its new definition is pinned\n", name)
+		}
+		return nil
+	case "forget":
+		if fs.NArg() == 0 {
+			return usageError(stderr, "usage: aegis pins forget [--server NAME] TOOL...")
+		}
+		s, err := openPins(path)
+		if err != nil {
+			return err
+		}
+		if err := s.Forget(fs.Args()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "forgot %s: the next definition listed is pinned\n", strings.Join(fs.Args(), ", "))
+		return nil
+	}
+	return usageError(stderr, "unknown pins command %q (want list, accept or forget)", verb)
+}
+
+// pinFile resolves the pin file of server in the state directory: the
+// only one there when server is empty.
+func pinFile(server string) (string, error) {
+	state, err := stateDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(state, "pins")
+	if server != "" {
+		if err := config.CheckServerName(server); err != nil {
+			return "", err
+		}
+		return filepath.Join(dir, server+".json"), nil
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	switch len(files) {
+	case 0:
+		return "", fmt.Errorf("no pins in %s: no server has listed its tools through aegis yet", dir)
+	case 1:
+		return files[0], nil
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	return "", fmt.Errorf("%s holds the pins of %d servers (%s): say which with --server NAME", dir, len(names), strings.Join(names, ", "))
+}
+
+// openPins opens an existing pin file: accepting or forgetting in a file
+// that does not exist is a mistyped server name, not an empty store.
+func openPins(path string) (*pin.Store, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no pins at %s", path)
+	}
+	return pin.Open(path)
+}
+
+func listPins(path string, stdout io.Writer) error {
+	s, err := openPins(path)
+	if err != nil {
+		return err
+	}
+	all, err := s.All()
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := all[name]
+		state := "pinned"
+		if p.Held() {
+			state = "HELD (schema changed " + p.Pending.Seen.Format(time.RFC3339) + "; aegis pins accept " + name + ")"
+		}
+		fmt.Fprintf(stdout, "%-28s %s  shape %.12s  full %.12s  since %s\n", name, state, p.Shape, p.Full, p.Pinned.Format(time.RFC3339))
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+type memLog struct{ entries []*chain.Entry }
+
+func (m *memLog) Append(_ context.Context, e *chain.Entry) (uint64, [32]byte, error) {
+	m.entries = append(m.entries, e)
+	return uint64(len(m.entries)), [32]byte{}, nil
+}
+
+// TestRefuseWinsAndIsRecorded: a call refused before the policy (a held
+// tool) is denied even when the policy allows it, keeps its derived
+// capabilities for the record, and is recorded under aegis's rule, which
+// recheck keeps whatever the new policy says.
+func TestRefuseWinsAndIsRecorded(t *testing.T) {
+	e := newEngine(t, "")
+	log := &memLog{}
+	rec := &Recorder{Engine: e, Log: log}
+	for _, tc := range []struct {
+		name, args string
+		refuse     *Refusal
+		want       policy.Effect
+		rule       string
+	}{
+		{"allowed", `{"path":"/home/u/projects/a"}`, nil, policy.Allow, "fs-tools"},
+		{"held", `{"path":"/home/u/projects/a"}`, &Refusal{Rule: "aegis:pin", Err: errors.New("held")}, policy.Deny, "aegis:pin"},
+		{"held and undecodable: undecidable first", `{`, &Refusal{Rule: "aegis:pin", Err: errors.New("held")}, policy.Deny, RuleUndecidable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := rec.Call(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.args), Refuse: tc.refuse}, [32]byte{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Effect != tc.want {
+				t.Fatalf("effect %s (%s), want %s", v.Effect, v.Reason(), tc.want)
+			}
+			if v.Effect == policy.Deny && v.Arguments != nil {
+				t.Error("a refused call has arguments to forward")
+			}
+			ent := log.entries[len(log.entries)-1]
+			if len(ent.Rules) == 0 || ent.Rules[0] != tc.rule {
+				t.Errorf("recorded rules %v, want %s first", ent.Rules, tc.rule)
+			}
+			if tc.refuse != nil && tc.args != `{` && len(ent.Caps) != 1 {
+				t.Errorf("recorded caps %v: a held call keeps its derived capabilities", ent.Caps)
+			}
+			if _, ok := e.Recheck(ent); ok == (tc.refuse != nil) {
+				t.Errorf("recheck ok = %v for a call refused by aegis = %v", ok, tc.refuse != nil)
+			}
+		})
+	}
+}
