@@ -1,0 +1,215 @@
+package shape
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+)
+
+// NeutraliseJSON applies [Syntax.Neutralise] to every string in v, at any depth: string
+// values and object keys alike, since an engine that expands the inputs of a step may
+// expand the keys of a map it is given. It returns the rewritten JSON and the JSON
+// Pointers (RFC 6901, relative to v, in document order) of the strings it changed, for
+// the audit record; a changed key is reported at its member's pointer, spelled with the
+// key as the model wrote it.
+//
+// When nothing needs rewriting, NeutraliseJSON returns nil, nil, nil without
+// allocating: the caller forwards the arguments it already holds. Otherwise out is v
+// with only the changed strings re-encoded: members keep their order, numbers and
+// unchanged string values keep their source text, whitespace between tokens is dropped,
+// and keys are re-escaped (the minimal escaping of RFC 8785).
+//
+// It fails on an invalid (zero or stale) value, and when rewriting makes two keys of
+// one object equal ({"{{a":1,"{ {a":2}): that object would hold a duplicate key, which
+// parsers read differently.
+func (x Syntax) NeutraliseJSON(v args.Value) (out []byte, changed []string, err error) {
+	if v.Kind() == args.Invalid {
+		return nil, nil, errInvalid
+	}
+	if !x.anyNeeds(v) {
+		return nil, nil, nil
+	}
+	w := rewriter{x: x, out: make([]byte, 0, len(v.Raw())+len(v.Raw())/8+8)}
+	if err := w.value(v); err != nil {
+		return nil, nil, err
+	}
+	return w.out, w.changed, nil
+}
+
+var errInvalid = errors.New("neutralising templates: invalid JSON value")
+
+// anyNeeds reports whether some string in v needs rewriting. It allocates nothing.
+func (x Syntax) anyNeeds(v args.Value) bool {
+	switch v.Kind() {
+	case args.String:
+		return x.needs(v.Str())
+	case args.Array:
+		for i := range v.Len() {
+			if x.anyNeeds(v.Index(i)) {
+				return true
+			}
+		}
+	case args.Object:
+		for i := range v.Len() {
+			k, m := v.Member(i)
+			if x.needs(k) || x.anyNeeds(m) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// rewriter builds the output of NeutraliseJSON. path is the pointer of the value being
+// written.
+type rewriter struct {
+	x       Syntax
+	out     []byte
+	path    []byte
+	changed []string
+}
+
+func (w *rewriter) value(v args.Value) error {
+	switch v.Kind() {
+	case args.String:
+		if s := v.Str(); w.x.needs(s) {
+			w.out = appendString(w.out, w.x.Neutralise(s))
+			w.mark()
+		} else {
+			w.out = append(w.out, v.Raw()...)
+		}
+	case args.Array:
+		w.out = append(w.out, '[')
+		for i := range v.Len() {
+			if i > 0 {
+				w.out = append(w.out, ',')
+			}
+			n := len(w.path)
+			w.path = strconv.AppendInt(append(w.path, '/'), int64(i), 10)
+			if err := w.value(v.Index(i)); err != nil {
+				return err
+			}
+			w.path = w.path[:n]
+		}
+		w.out = append(w.out, ']')
+	case args.Object:
+		if i, j, dup := w.x.collision(v); dup {
+			// The keys are the model's text: name them by position only.
+			return fmt.Errorf("%w: members %d and %d of the object at %q", ErrKeyCollision, i, j, w.path)
+		}
+		w.out = append(w.out, '{')
+		for i := range v.Len() {
+			if i > 0 {
+				w.out = append(w.out, ',')
+			}
+			k, m := v.Member(i)
+			w.out = append(appendString(w.out, w.x.Neutralise(k)), ':')
+			n := len(w.path)
+			w.path = appendToken(append(w.path, '/'), k)
+			if w.x.needs(k) {
+				w.mark()
+			}
+			if err := w.value(m); err != nil {
+				return err
+			}
+			w.path = w.path[:n]
+		}
+		w.out = append(w.out, '}')
+	case args.Number, args.Bool, args.Null:
+		w.out = append(w.out, v.Raw()...)
+	default:
+		return errInvalid
+	}
+	return nil
+}
+
+// mark records that the value at w.path changed; a member whose key and value both
+// changed is reported once.
+func (w *rewriter) mark() {
+	if n := len(w.changed); n > 0 && w.changed[n-1] == string(w.path) {
+		return
+	}
+	w.changed = append(w.changed, string(w.path))
+}
+
+// ErrKeyCollision is wrapped by the error NeutraliseJSON returns when rewriting makes
+// two keys of one object equal.
+var ErrKeyCollision = errors.New("neutralising templates makes two keys equal")
+
+// collision reports the first two members i < j of object v whose keys are equal
+// once rewritten. It allocates only for an object one of whose keys changes.
+func (x Syntax) collision(v args.Value) (i, j int, dup bool) {
+	var seen map[string]int
+	for j := range v.Len() {
+		k, _ := v.Member(j)
+		if seen == nil {
+			if !x.needs(k) {
+				continue
+			}
+			// The first key that changes: from here on every key is compared, and
+			// the unchanged keys before it are entered first.
+			seen = make(map[string]int, v.Len())
+			for i := range j {
+				ki, _ := v.Member(i)
+				seen[ki] = i
+			}
+		}
+		n := x.Neutralise(k)
+		if i, dup := seen[n]; dup {
+			return i, j, true
+		}
+		seen[n] = j
+	}
+	return 0, 0, false
+}
+
+// appendString appends s as a JSON string, escaping only '"', '\\' and control
+// characters, as RFC 8785 does.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendToken appends key as an RFC 6901 reference token: '~' as "~0", '/' as "~1".
+func appendToken(dst []byte, key string) []byte {
+	for i := 0; i < len(key); i++ {
+		switch key[i] {
+		case '~':
+			dst = append(dst, '~', '0')
+		case '/':
+			dst = append(dst, '~', '1')
+		default:
+			dst = append(dst, key[i])
+		}
+	}
+	return dst
+}
