@@ -29,6 +29,7 @@ const usage = `usage:
   aegis recheck --policy FILE [--server NAME] replay the chain against another policy
   aegis log [--server NAME] [-n N] [--json] show recent decisions
   aegis key [--server NAME]                 print the chain's public key
+  aegis envelope [--server NAME] SEQ       the redacted input of one recorded call
   aegis pins [list|accept|forget] [--server NAME] [TOOL...]
                                             the pinned tool definitions; accept a held tool
   aegis bindings [NAME]                     print the curated binding tables
@@ -80,6 +81,8 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdLog(rest, stdout, stderr)
 	case "key":
 		err = cmdKey(rest, stdout, stderr)
+	case "envelope":
+		err = cmdEnvelope(rest, stdout, stderr)
 	case "pins":
 		err = cmdPins(rest, stdout, stderr)
 	case "bindings":

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/pin"
 	"github.com/aegis-mcp/aegis/internal/policy"
@@ -118,8 +119,17 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	rec := &gateway.Recorder{Engine: eng, Log: log}
+	if cfg.Envelopes {
+		envs, err := envelope.Open(filepath.Join(state, "envelopes", name), cfg.EnvelopeRetention)
+		if err != nil {
+			return err
+		}
+		defer envs.Close()
+		rec.Envelopes = envs
+	}
 	g := &runGate{
-		rec:     &gateway.Recorder{Engine: eng, Log: log},
+		rec:     rec,
 		pins:    pins,
 		stderr:  stderr,
 		server:  name,

@@ -50,7 +50,7 @@ var layers = map[string][]string{
 	"internal/binding":    {"internal/args", "internal/capability", "internal/strictyaml"},
 	"internal/policy":     {"internal/capability", "internal/strictyaml"},
 	"internal/chain":      {},
-	"internal/gateway":    {"internal/args", "internal/binding", "internal/capability", "internal/chain", "internal/policy"},
+	"internal/gateway":    {"internal/args", "internal/binding", "internal/capability", "internal/chain", "internal/policy", "internal/envelope", "internal/dlp", "internal/shape", "internal/session", "internal/egress", "internal/pin"},
 	"internal/config":     {"internal/args", "internal/binding", "internal/capability", "internal/gateway", "internal/policy", "internal/strictyaml"},
 	"internal/proxy":      {"internal/args"},
 	"internal/demoserver": {},

@@ -27,6 +27,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
@@ -42,6 +45,40 @@ type fileDoc struct {
 	Policy  string                 `yaml:"policy,required"`
 	Servers map[string]*fileServer `yaml:"servers,required"`
 	Limits  fileLimits             `yaml:"limits"`
+	// Envelopes configures the envelope store (DESIGN.md R23).
+	Envelopes *fileEnvelopes `yaml:"envelopes"`
+}
+
+type fileEnvelopes struct {
+	Pos       strictyaml.Pos `yaml:"-"`
+	Enabled   *bool          `yaml:"enabled"`
+	Retention string         `yaml:"retention"`
+}
+
+func (*fileEnvelopes) YAMLName() string { return "envelopes" }
+
+// DefaultEnvelopeRetention is how long envelopes are kept unless the
+// configuration says otherwise.
+const DefaultEnvelopeRetention = 30 * 24 * time.Hour
+
+// parseRetention reads a retention: "30d", "12h", "90m", or "forever"
+// (kept until deleted by hand, returned as 0).
+func parseRetention(s string) (time.Duration, error) {
+	if s == "forever" {
+		return 0, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days <= 0 || days > 100*365 {
+			return 0, fmt.Errorf("retention %q: want a whole number of days from 1, like 30d", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Hour {
+		return 0, fmt.Errorf("retention %q: want days (30d), a duration of at least 1h (36h), or forever", s)
+	}
+	return d, nil
 }
 
 type fileServer struct {
@@ -72,6 +109,10 @@ type Config struct {
 	Limits  args.Limits
 	// PolicyFile is the path of the policy file, as resolved.
 	PolicyFile string
+	// Envelopes says whether each call's envelope is kept, and for how
+	// long (0: until deleted by hand).
+	Envelopes         bool
+	EnvelopeRetention time.Duration
 	// PolicyOptions are the options the policy was compiled with; another
 	// policy judged against this configuration (recheck) uses them too.
 	PolicyOptions *policy.Options
@@ -132,6 +173,20 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 	}
 	if doc.Limits.MaxBytes < 0 || doc.Limits.MaxDepth < 0 || doc.Limits.MaxElements < 0 || doc.Limits.MaxStringBytes < 0 {
 		return nil, strictyaml.ErrorAt(top, "limits must not be negative")
+	}
+
+	c.Envelopes, c.EnvelopeRetention = true, DefaultEnvelopeRetention
+	if e := doc.Envelopes; e != nil {
+		if e.Enabled != nil {
+			c.Envelopes = *e.Enabled
+		}
+		if e.Retention != "" {
+			d, err := parseRetention(e.Retention)
+			if err != nil {
+				return nil, strictyaml.ErrorAt(e.Pos, "envelopes: %v", err)
+			}
+			c.EnvelopeRetention = d
+		}
 	}
 
 	c.PolicyOptions = &policy.Options{Home: c.Home}

@@ -9,6 +9,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/envelope"
 )
 
 // Appender makes a chain entry durable; *chain.Log is one.
@@ -21,6 +22,12 @@ type Appender interface {
 type Recorder struct {
 	Engine *Engine
 	Log    Appender
+	// Envelopes, if set, receives each call's envelope (DESIGN.md R23)
+	// before its chain entry is appended, and the entry links to it.
+	Envelopes *envelope.Store
+	// Redact takes the secrets out of arguments before they enter an
+	// envelope, and says what it took where. nil keeps them as they are.
+	Redact func(arguments []byte) ([]byte, []envelope.Redaction)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -35,14 +42,47 @@ func (r *Recorder) Call(ctx context.Context, c *Call, schemaHash [32]byte) (Verd
 	if r.Now != nil {
 		now = r.Now
 	}
-	e := r.entry(c, &v, schemaHash, now())
+	at := now()
+	e := r.entry(c, &v, schemaHash, at)
 	e.ArgsHash = argsHash
+	if r.Envelopes != nil {
+		d, err := r.putEnvelope(c, &v, at)
+		if err != nil {
+			return refused(&v), fmt.Errorf("recording the envelope: %w", err)
+		}
+		e.Envelope = chain.Digest(d)
+	}
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
-		refused := deny(fmt.Errorf("the decision could not be recorded, so the call is refused"))
-		refused.Caps, refused.Bound, refused.Tier = v.Caps, v.Bound, v.Tier
-		return refused, fmt.Errorf("recording the decision: %w", err)
+		return refused(&v), fmt.Errorf("recording the decision: %w", err)
 	}
 	return v, nil
+}
+
+// refused is the verdict of a call whose decision could not be recorded.
+func refused(v *Verdict) Verdict {
+	out := deny(fmt.Errorf("the decision could not be recorded, so the call is refused"))
+	out.Caps, out.Bound, out.Tier = v.Caps, v.Bound, v.Tier
+	return out
+}
+
+// putEnvelope writes the envelope of c: the arguments as aegis lets them
+// through (v.Arguments) or, for a refused call, as the model wrote them;
+// redacted either way.
+func (r *Recorder) putEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Digest, error) {
+	a := c.Arguments
+	if v.Arguments != nil {
+		a = v.Arguments
+	}
+	var reds []envelope.Redaction
+	if r.Redact != nil {
+		a, reds = r.Redact(a)
+	}
+	return r.Envelopes.Put(&envelope.Record{
+		Time: at, Session: c.Session, Principal: c.Principal,
+		Server: c.Server, Tool: c.Tool,
+		Forwarded: v.Arguments != nil,
+		Arguments: a, Redactions: reds,
+	})
 }
 
 // entry builds the chain entry of a decision: the decision axes, never the
