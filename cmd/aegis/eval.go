@@ -38,13 +38,14 @@ func cmdEval(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer out.Flush()
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	ctx := context.Background()
+	ev := &evaluator{eng: eng, opened: map[string]bool{}}
 	for n := 1; ; n++ {
 		line, err := readLine(in)
 		if len(bytes.TrimSpace(line)) > 0 || err == errLineTooLong {
 			if err == errLineTooLong {
 				writeJSON(out, errorLine{Line: n, Error: fmt.Sprintf("line %d: longer than %d bytes", n, maxLine)})
 			} else {
-				writeJSON(out, evalLine(ctx, eng, n, line))
+				writeJSON(out, ev.line(ctx, n, line))
 			}
 		}
 		if err == io.EOF {
@@ -108,18 +109,32 @@ type decisionLine struct {
 	Arguments    json.RawMessage `json:"arguments"`
 }
 
-func evalLine(ctx context.Context, eng *gateway.Engine, n int, line []byte) any {
+// evaluator decides the events of one `aegis eval` run. The sessions the
+// events name live in the engine's session store for the run: a session
+// starts (with its origin) at its first event.
+type evaluator struct {
+	eng    *gateway.Engine
+	opened map[string]bool
+}
+
+func (e *evaluator) line(ctx context.Context, n int, line []byte) any {
 	ev, err := parseEvent(line)
 	if err != nil {
 		return errorLine{Line: n, Error: fmt.Sprintf("line %d: %v", n, err)}
 	}
+	c := ev.call()
+	if c.Session != "" && !e.opened[c.Session] {
+		e.opened[c.Session] = true
+		e.eng.OpenSession(c.Session, c.Origin)
+	}
 	if present(ev.Result) {
-		// Results are recorded; later checks (provenance, taint, DLP)
-		// give them effect.
+		if err := e.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Tool: ev.Tool, Result: ev.Result}); err != nil {
+			return errorLine{Line: n, Error: fmt.Sprintf("line %d: %v", n, err)}
+		}
 		return resultLine{Line: n, Result: "recorded"}
 	}
-	v := eng.Check(ctx, ev.call())
-	return decisionOf(n, eng, &v)
+	v := e.eng.Check(ctx, c)
+	return decisionOf(n, e.eng, &v)
 }
 
 func decisionOf(n int, eng *gateway.Engine, v *gateway.Verdict) decisionLine {
@@ -132,7 +147,9 @@ func decisionOf(n int, eng *gateway.Engine, v *gateway.Verdict) decisionLine {
 		Reason:       v.Reason(),
 		Arguments:    json.RawMessage("null"),
 	}
-	if v.Err == nil {
+	if v.Err != nil {
+		d.Rules = append(d.Rules, gateway.RuleOf(v))
+	} else {
 		d.Rules = append(d.Rules, v.Decision.Rules()...)
 		if w := v.Decision.Would(); w != v.Effect {
 			d.Would = w.String()

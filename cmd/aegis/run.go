@@ -119,6 +119,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	eng.OpenSession(*session, origin)
 	rec := &gateway.Recorder{Engine: eng, Log: log}
 	if cfg.Envelopes {
 		envs, err := envelope.Open(filepath.Join(state, "envelopes", name), cfg.EnvelopeRetention)

@@ -18,6 +18,8 @@ import (
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/session"
+	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 // Server is what the engine knows of one configured server.
@@ -28,21 +30,35 @@ type Server struct {
 	// HideUnallowed hides from the client's tools/list the tools that no
 	// rule could allow (policy.Set.MayAllow).
 	HideUnallowed bool
+	// Templates, if set, is the template syntax the server expands in its
+	// inputs: template markers in model-written strings are neutralised
+	// (R13).
+	Templates *shape.Syntax
+	// Tools configures the checks per tool; a tool not listed has none.
+	Tools map[string]*Tool
 }
 
 // Engine decides calls for a set of servers under one policy. It is safe for
 // concurrent use and immutable once built.
 type Engine struct {
-	policy  *policy.Set
-	servers map[string]*Server
-	limits  args.Limits
-	scratch sync.Pool // *scratch
+	policy     *policy.Set
+	servers    map[string]*Server
+	limits     args.Limits
+	sessions   *session.Store
+	principals map[string]map[string]string
+	scratch    sync.Pool // *scratch
 }
 
 // Options configures an Engine. The zero value uses the default argument
-// limits of package args.
+// limits of package args and a session store of its own.
 type Options struct {
 	Limits args.Limits
+	// Sessions holds the state of sessions (provenance, caps, taint); nil
+	// means a new store with the defaults.
+	Sessions *session.Store
+	// Principals holds attributes of principals, the sources of identity
+	// fields ("principal.account").
+	Principals map[string]map[string]string
 }
 
 // New returns an engine deciding under p for servers.
@@ -52,7 +68,10 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 	}
 	e := &Engine{policy: p, servers: make(map[string]*Server, len(servers))}
 	if o != nil {
-		e.limits = o.Limits
+		e.limits, e.sessions, e.principals = o.Limits, o.Sessions, o.Principals
+	}
+	if e.sessions == nil {
+		e.sessions = session.New(nil)
 	}
 	for _, s := range servers {
 		if _, dup := e.servers[s.Name]; dup {
@@ -62,6 +81,20 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 	}
 	e.scratch.New = func() any { return new(scratch) }
 	return e, nil
+}
+
+// OpenSession starts session id with its origin, once, when the session
+// starts: an unattended session is tainted from its start. A call in a
+// session the engine never opened (or has forgotten) is treated as tainted.
+func (e *Engine) OpenSession(id string, origin policy.Origin) {
+	o := session.OriginUnknown
+	switch origin {
+	case policy.Interactive:
+		o = session.Interactive
+	case policy.Unattended:
+		o = session.Unattended
+	}
+	e.sessions.Open(id, o)
 }
 
 // Policy returns the engine's policy.
@@ -96,6 +129,11 @@ type Verdict struct {
 	Caps     []capability.Capability
 	Bound    bool
 	Tier     capability.Tier
+	// Origin and Taint are the session facts the policy saw: the call's,
+	// merged with what the session store knows (taint is never lost).
+	// Zero when the call did not reach the policy.
+	Origin policy.Origin
+	Taint  bool
 	// Err is why the call could not be decided (unknown server, arguments
 	// over a limit or not strict JSON, an argument that cannot be
 	// canonicalised). A non-nil Err always comes with Effect Deny.
@@ -144,9 +182,15 @@ func (e *Engine) check(c *Call, hash bool) (v Verdict, argsHash [32]byte) {
 	if !ok {
 		return v, argsHash
 	}
-	v = e.decide(req, c)
-	if c.Refuse != nil {
-		v = Verdict{Effect: policy.Deny, Err: c.Refuse, Caps: v.Caps, Bound: v.Bound, Tier: v.Tier}
+	v = e.decideShaped(req, c, v.Arguments)
+	if c.Refuse == nil {
+		s := e.servers[c.Server]
+		v = e.afterPolicy(v, c, s, s.Tools[c.Tool], &sc.doc, req.Origin, true)
+	} else {
+		v = Verdict{Effect: policy.Deny, Err: c.Refuse, Caps: v.Caps, Bound: v.Bound, Tier: v.Tier, Origin: v.Origin, Taint: v.Taint}
+	}
+	if v.Effect == policy.Deny {
+		v.Arguments = nil
 	}
 	return v, argsHash
 }
@@ -160,7 +204,8 @@ func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 		return v, nil
 	}
 	x := e.policy.Explain(req)
-	return e.decide(req, c), &x
+	s := e.servers[c.Server]
+	return e.afterPolicy(e.decideShaped(req, c, v.Arguments), c, s, s.Tools[c.Tool], &doc, req.Origin, false), &x
 }
 
 // prepare decodes the arguments and derives the capabilities of c. When it
@@ -175,13 +220,18 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 	if s == nil {
 		return nil, deny(fmt.Errorf("%w %q", ErrUnknownServer, c.Server)), false
 	}
+	fwd, v, ok := e.shape(c, s, s.Tools[c.Tool], doc)
+	if !ok {
+		return nil, v, false
+	}
+	origin, taint := e.sessionFacts(c)
 	req := &policy.Request{
 		Server:    c.Server,
 		Tool:      c.Tool,
 		Principal: c.Principal,
 		Roles:     c.Roles,
-		Origin:    c.Origin,
-		Taint:     c.Taint,
+		Origin:    origin,
+		Taint:     taint,
 	}
 	if b := s.Bindings[c.Tool]; b != nil {
 		req.Bound = true
@@ -195,7 +245,7 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 			return nil, v, false
 		}
 	}
-	return req, Verdict{}, true
+	return req, Verdict{Arguments: fwd}, true
 }
 
 // decide asks the policy. In a shadow policy the call goes through whatever
@@ -208,12 +258,24 @@ func (e *Engine) decide(req *policy.Request, c *Call) Verdict {
 		Caps:     req.Caps,
 		Bound:    req.Bound,
 		Tier:     req.Tier,
+		Origin:   req.Origin,
+		Taint:    req.Taint,
 	}
 	if e.policy.Mode() == policy.Shadow {
 		v.Effect = policy.Allow
 	}
 	if v.Effect != policy.Deny {
 		v.Arguments = c.Arguments
+	}
+	return v
+}
+
+// decideShaped is decide for a call whose arguments were shaped: the
+// verdict carries the arguments as they will be forwarded.
+func (e *Engine) decideShaped(req *policy.Request, c *Call, fwd []byte) Verdict {
+	v := e.decide(req, c)
+	if v.Effect != policy.Deny {
+		v.Arguments = fwd
 	}
 	return v
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/envelope"
+	"github.com/aegis-mcp/aegis/internal/policy"
 )
 
 // Appender makes a chain entry durable; *chain.Log is one.
@@ -104,6 +105,10 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 		Mode:           r.Engine.Policy().Mode().String(),
 		Reason:         v.Reason(),
 		PolicyHash:     r.Engine.Policy().Hash(),
+	}
+	if v.Origin != policy.OriginUnknown {
+		// The facts the policy saw, the session store's included.
+		e.Origin, e.Taint = v.Origin.String(), v.Taint
 	}
 	if v.Bound {
 		e.Tier = v.Tier.String()

@@ -1,0 +1,277 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/binding"
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/session"
+)
+
+// The rule ids of aegis's own checks. A refusal by one of them is recorded
+// under its id; recheck keeps such refusals, since no policy decided them.
+const (
+	RuleSchema      = "aegis:schema"
+	RuleIdentity    = "aegis:identity"
+	RuleShape       = "aegis:shape"
+	RuleRelativeURL = "aegis:relative-url"
+	RuleEgress      = "aegis:egress"
+	RuleProvenance  = "aegis:provenance"
+	RuleDLP         = "aegis:dlp"
+	RuleCap         = "aegis:cap"
+	RuleUnattended  = "aegis:unattended"
+)
+
+func refuse(rule string, format string, a ...any) Verdict {
+	return deny(&Refusal{Rule: rule, Err: fmt.Errorf(format, a...)})
+}
+
+// sessionFacts merges what the call says of its session with what the
+// session store knows: taint is never lost, and an origin the call does not
+// know is the store's.
+func (e *Engine) sessionFacts(c *Call) (policy.Origin, bool) {
+	origin, taint := c.Origin, c.Taint
+	if c.Session == "" {
+		return origin, taint
+	}
+	o, tainted, _ := e.sessions.State(c.Session)
+	if tainted {
+		taint = true
+	}
+	if origin == policy.OriginUnknown {
+		switch o {
+		case session.Interactive:
+			origin = policy.Interactive
+		case session.Unattended:
+			origin = policy.Unattended
+		}
+	}
+	if origin == policy.Unattended {
+		taint = true
+	}
+	return origin, taint
+}
+
+// shape applies the shaping steps (DESIGN.md pipeline step 4) to the
+// arguments in doc: a model-supplied identity field refuses the call;
+// template markers in model-written strings are neutralised; pinned fields
+// are set or cleared and identity fields injected. When anything changed,
+// doc is re-decoded from the shaped arguments, which it returns; otherwise
+// it returns c.Arguments.
+func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc) ([]byte, Verdict, bool) {
+	out := c.Arguments
+	if t == nil && s.Templates == nil {
+		return out, Verdict{}, true
+	}
+	root := doc.Root()
+	if t != nil {
+		for _, f := range t.Identity {
+			found := false
+			f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
+			if found {
+				return nil, refuse(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer), false
+			}
+		}
+	}
+	var tree *jnode
+	if s.Templates != nil {
+		rewritten, _, err := s.Templates.NeutraliseJSON(root)
+		if err != nil {
+			return nil, refuse(RuleShape, "neutralising template markers: %v", err), false
+		}
+		if rewritten != nil {
+			out = rewritten
+			if err := doc.Decode(out, &e.limits); err != nil {
+				return nil, refuse(RuleShape, "the neutralised arguments: %v", err), false
+			}
+			root = doc.Root()
+		}
+	}
+	if t == nil || len(t.Set)+len(t.Clear)+len(t.Identity) == 0 {
+		return out, Verdict{}, true
+	}
+	tree = treeOf(root)
+	for _, p := range t.Clear {
+		tree.remove(pointerTokens(p))
+	}
+	for _, a := range t.Set {
+		val, err := parseJSONValue(a.Value)
+		if err != nil {
+			return nil, refuse(RuleShape, "pinned field %s: %v", a.Pointer, err), false
+		}
+		if err := tree.set(pointerTokens(a.Pointer), val); err != nil {
+			return nil, refuse(RuleShape, "pinned field %s: %v", a.Pointer, err), false
+		}
+	}
+	for _, f := range t.Identity {
+		v, ok := e.identity(c.Principal, f.Source)
+		if !ok {
+			return nil, refuse(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source), false
+		}
+		b, _ := json.Marshal(v) // a Go string always marshals
+		val, err := parseJSONValue(b)
+		if err != nil {
+			return nil, refuse(RuleIdentity, "argument %s: %v", f.Pointer, err), false
+		}
+		if err := tree.set(pointerTokens(f.Pointer), val); err != nil {
+			return nil, refuse(RuleIdentity, "argument %s: %v", f.Pointer, err), false
+		}
+	}
+	out = tree.appendJSON(make([]byte, 0, len(out)+64))
+	if err := doc.Decode(out, &e.limits); err != nil {
+		return nil, refuse(RuleShape, "the shaped arguments: %v", err), false
+	}
+	return out, Verdict{}, true
+}
+
+// identity returns the value of an identity source for principal.
+func (e *Engine) identity(principal, source string) (string, bool) {
+	if principal == "" {
+		return "", false
+	}
+	if source == "principal" {
+		return principal, true
+	}
+	attr, ok := strings.CutPrefix(source, "principal.")
+	if !ok {
+		return "", false
+	}
+	v, ok := e.principals[principal][attr]
+	return v, ok && v != ""
+}
+
+// afterPolicy runs the checks that follow the policy (DESIGN.md pipeline
+// step 7): provenance of ids, the unattended ask, and the caps, which count
+// a call only once everything else has allowed it and commit is set.
+func (e *Engine) afterPolicy(v Verdict, c *Call, s *Server, t *Tool, doc *args.Doc, origin policy.Origin, commit bool) Verdict {
+	if v.Effect == policy.Deny {
+		return v
+	}
+	keep := func(r Verdict) Verdict {
+		r.Caps, r.Bound, r.Tier, r.Origin, r.Taint = v.Caps, v.Bound, v.Tier, v.Origin, v.Taint
+		return r
+	}
+	if b := s.Bindings[c.Tool]; b != nil {
+		if r, ok := e.provenance(c, b, v.Caps, doc.Root()); !ok {
+			return keep(r)
+		}
+	}
+	if v.Effect == policy.Ask && origin == policy.Unattended && (t == nil || !t.AllowUnattended) {
+		return keep(refuse(RuleUnattended, "this call needs a person's approval, and no person is at an unattended session (%s)", v.Reason()))
+	}
+	if t != nil && commit && v.Effect == policy.Allow {
+		if ok, cp := e.sessions.Take(c.Session, strconv.Itoa(c.Turn), c.Tool, t.Caps); !ok {
+			return keep(refuse(RuleCap, "tool %q reached its %s cap", c.Tool, cp))
+		}
+	}
+	return v
+}
+
+// provenance checks every id capability against the ids the server
+// returned in this session (R16): every candidate of every kind must be a
+// member; an empty list where ids belong fails the call.
+func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capability, root args.Value) (Verdict, bool) {
+	var kinds []string
+	for _, a := range b.Args {
+		if a.Kind != capability.ID {
+			continue
+		}
+		if emptyList(a.Pointer, root) {
+			return refuse(RuleProvenance, "argument %s is an empty list of %s ids", a.Pointer, a.IDKind), false
+		}
+		if a.IDKind != "" && !contains(kinds, a.IDKind) {
+			kinds = append(kinds, a.IDKind)
+		}
+	}
+	var ids []string
+	for _, k := range kinds {
+		ids = ids[:0]
+		for _, cp := range caps {
+			if cp.Kind == capability.ID && cp.IDKind == k {
+				ids = append(ids, cp.ID)
+			}
+		}
+		if len(ids) == 0 {
+			continue // the argument is absent: no id to prove
+		}
+		if ok, why := e.sessions.Check(c.Session, k, ids); !ok {
+			return refuse(RuleProvenance, "%s: ids must come from this session's own results", why), false
+		}
+	}
+	return Verdict{}, true
+}
+
+// emptyList reports whether a pointer of the form /a/b/* names an array
+// or object that is present and empty.
+func emptyList(p args.Pointer, root args.Value) bool {
+	parent, ok := strings.CutSuffix(p.String(), "/*")
+	if !ok {
+		return false
+	}
+	pp, err := args.ParsePointer(parent)
+	if err != nil {
+		return false
+	}
+	empty := false
+	pp.Select(root, func(v args.Value, _ args.Loc) {
+		if (v.Kind() == args.Array || v.Kind() == args.Object) && v.Len() == 0 {
+			empty = true
+		}
+	})
+	return empty
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// ResultEvent is one tools/call result on its way back to the client.
+type ResultEvent struct {
+	Session string
+	Server  string
+	Tool    string
+	Result  []byte // the result object as the server sent it
+}
+
+// Result takes in a tool's result (DESIGN.md pipeline, last line): ids
+// harvested for provenance, the session tainted by an untrusted tool. A
+// result aegis cannot read harvests nothing, and still taints.
+func (e *Engine) Result(r *ResultEvent) error {
+	s := e.servers[r.Server]
+	if s == nil {
+		return fmt.Errorf("%w %q", ErrUnknownServer, r.Server)
+	}
+	t := s.Tools[r.Tool]
+	if t == nil {
+		return nil
+	}
+	if t.Untrusted && r.Session != "" {
+		e.sessions.Taint(r.Session, r.Server+"/"+r.Tool)
+	}
+	if len(t.IDs) == 0 {
+		return nil
+	}
+	var doc args.Doc
+	if err := doc.Decode(r.Result, &e.limits); err != nil {
+		return fmt.Errorf("result: %w", err)
+	}
+	if isErr, ok := doc.Root().Lookup("isError"); ok && isErr.Kind() == args.Bool && isErr.Raw() == "true" {
+		return nil // an error result names no object the server holds
+	}
+	var ids []string
+	for _, src := range t.IDs {
+		ids = session.IDs(ids[:0], src.Pointer, doc.Root())
+		e.sessions.Record(r.Session, src.Kind, ids)
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/session"
+)
+
+// Tool is the per-tool configuration of the checks (DESIGN.md R11–R19).
+// The zero value checks nothing beyond the policy.
+type Tool struct {
+	// Clamp maps a JSON Pointer to a ceiling: a number above it is lowered
+	// to it before the schema is checked (R11).
+	Clamp map[string]float64
+	// Set pins fields to fixed values and Clear removes fields, whatever
+	// the model wrote, after the model's answer (R12).
+	Set   []Assign
+	Clear []args.Pointer
+	// Identity fields are server-derived: a model-supplied value at one of
+	// them refuses the call, and the value is injected from the session's
+	// principal (R12).
+	Identity []IdentityField
+	// RelativeURL constrains URL arguments to paths on a base URL (R14).
+	RelativeURL []RelativeURL
+	// Caps limit the calls per turn, per minute and per session (R18).
+	Caps session.Limits
+	// Untrusted marks a tool whose results taint the session (R19): web
+	// fetches, email reads.
+	Untrusted bool
+	// AllowUnattended lets an ask in an unattended session wait for a
+	// person; without it, ask is declined at once there (R19).
+	AllowUnattended bool
+	// IDs are the fields of this tool's results that yield ids for
+	// provenance (R16).
+	IDs []IDSource
+}
+
+// Assign sets the field at Pointer to Value, a JSON value.
+type Assign struct {
+	Pointer args.Pointer
+	Value   []byte
+}
+
+// IdentityField is a field whose value comes from the session: Source is
+// "principal" (the principal's name) or "principal.ATTR" (an attribute of
+// the principal in the configuration's principals table).
+type IdentityField struct {
+	Pointer args.Pointer
+	Source  string
+}
+
+// RelativeURL says that the string at Pointer must be a path relative to
+// Base, never a URL that names a host of its own.
+type RelativeURL struct {
+	Pointer args.Pointer
+	Base    string
+}
+
+// IDSource says that the values Pointer selects in a result of the tool
+// are ids of Kind. Pointer is into the tool's result object as the server
+// sent it (e.g. /structuredContent/messages/*/id): a value inside a text
+// block is free text, which no pointer reaches, and never counts.
+type IDSource struct {
+	Kind    string
+	Pointer args.Pointer
+}
