@@ -24,6 +24,9 @@ servers:
   demo:
     bindings: bindings.yaml
     local: true
+    egress:                # names resolve from this table: the demo needs no network
+      resolver: static
+      hosts: {example.com: [93.184.215.14]}
 `,
 	"bindings.yaml": `version: 1
 tools:

@@ -23,9 +23,16 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"github.com/aegis-mcp/aegis/internal/egress"
+	"github.com/aegis-mcp/aegis/internal/session"
+	"github.com/aegis-mcp/aegis/internal/shape"
+	"go.yaml.in/yaml/v3"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +54,9 @@ type fileDoc struct {
 	Limits  fileLimits             `yaml:"limits"`
 	// Envelopes configures the envelope store (DESIGN.md R23).
 	Envelopes *fileEnvelopes `yaml:"envelopes"`
+	// Principals holds attributes of principals, the sources of identity
+	// fields: principals: {alice: {account: alice@corp.example}}.
+	Principals map[string]map[string]string `yaml:"principals"`
 }
 
 type fileEnvelopes struct {
@@ -89,6 +99,111 @@ type fileServer struct {
 	Local    bool                  `yaml:"local"`
 	// HideUnallowed hides from tools/list the tools no rule could allow.
 	HideUnallowed bool `yaml:"hide_unallowed"`
+	// Templates names the template syntax the server expands in its
+	// inputs (mustache | jinja); absent: it expands none.
+	Templates string `yaml:"templates"`
+	// Egress configures the gate every net.connect passes; absent: the
+	// default gate (http and https to public addresses, names resolved by
+	// the system resolver).
+	Egress *egress.Config `yaml:"egress"`
+	// Tools configures the checks per tool.
+	Tools map[string]*fileTool `yaml:"tools"`
+}
+
+type fileTool struct {
+	Pos             strictyaml.Pos        `yaml:"-"`
+	Clamp           map[string]float64    `yaml:"clamp"`
+	Set             map[string]jsonValue  `yaml:"set"`
+	Clear           strictyaml.StringList `yaml:"clear"`
+	Identity        map[string]string     `yaml:"identity"`
+	RelativeURL     map[string]string     `yaml:"relative_url"`
+	Caps            fileCaps              `yaml:"caps"`
+	Untrusted       bool                  `yaml:"untrusted"`
+	AllowUnattended bool                  `yaml:"allow_unattended"`
+	IDs             []fileIDSource        `yaml:"ids"`
+}
+
+func (*fileTool) YAMLName() string { return "tool" }
+
+type fileCaps struct {
+	PerTurn    int `yaml:"per_turn"`
+	PerMinute  int `yaml:"per_minute"`
+	PerSession int `yaml:"per_session"`
+}
+
+type fileIDSource struct {
+	Kind    string `yaml:"kind,required"`
+	Pointer string `yaml:"pointer,required"`
+}
+
+func (*fileIDSource) YAMLName() string { return "id source" }
+
+// jsonValue is a YAML value held as JSON: a pinned field's value.
+type jsonValue struct {
+	json []byte
+}
+
+func (j *jsonValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	v, err := yamlToJSON(file, n, 0)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return strictyaml.Errorf(file, n, "%v", err)
+	}
+	j.json = b
+	return nil
+}
+
+// yamlToJSON converts a YAML node (already checked by strictyaml: no
+// aliases, no custom tags) to a value encoding/json marshals.
+func yamlToJSON(file string, n *yaml.Node, depth int) (any, error) {
+	if depth > 32 {
+		return nil, strictyaml.Errorf(file, n, "value nested deeper than 32 levels")
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			var b bool
+			if err := n.Decode(&b); err != nil {
+				return nil, strictyaml.Errorf(file, n, "%v", err)
+			}
+			return b, nil
+		case "!!int", "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+				return nil, strictyaml.Errorf(file, n, "want a finite number, got %q", n.Value)
+			}
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
+		default:
+			return n.Value, nil
+		}
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := yamlToJSON(file, c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := yamlToJSON(file, n.Content[i+1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[n.Content[i].Value] = v
+		}
+		return out, nil
+	}
+	return nil, strictyaml.Errorf(file, n, "unsupported YAML value")
 }
 
 func (*fileServer) YAMLName() string { return "server" }
@@ -109,6 +224,8 @@ type Config struct {
 	Limits  args.Limits
 	// PolicyFile is the path of the policy file, as resolved.
 	PolicyFile string
+	// Principals holds the attributes of principals.
+	Principals map[string]map[string]string
 	// Envelopes says whether each call's envelope is kept, and for how
 	// long (0: until deleted by hand).
 	Envelopes         bool
@@ -126,7 +243,7 @@ func resolvePattern(dir string) (string, error) {
 
 // Engine builds the decision engine of c.
 func (c *Config) Engine() (*gateway.Engine, error) {
-	return gateway.New(c.Policy, c.Servers, &gateway.Options{Limits: c.Limits})
+	return gateway.New(c.Policy, c.Servers, &gateway.Options{Limits: c.Limits, Principals: c.Principals})
 }
 
 // Load reads the configuration file at path, and the policy and bindings
@@ -158,7 +275,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		}
 		return filepath.Join(dir, name)
 	}
-	c := &Config{File: file, Home: doc.Home}
+	c := &Config{File: file, Home: doc.Home, Principals: doc.Principals}
 	if c.Home == "" {
 		c.Home, _ = os.UserHomeDir()
 	}
@@ -259,6 +376,20 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		}
 		s.Options.RequireNFC = sem.NFCEquivalent
 		s.HideUnallowed = fs.HideUnallowed
+		if fs.Templates != "" {
+			x, err := shape.ParseSyntax(fs.Templates)
+			if err != nil {
+				return nil, strictyaml.ErrorAt(fs.Pos, "server %q: templates: %v", name, err)
+			}
+			s.Templates = &x
+		}
+		s.Egress, err = egress.New(fs.Egress)
+		if err != nil {
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: egress: %v", name, err)
+		}
+		if s.Tools, err = tools(name, fs.Tools); err != nil {
+			return nil, err
+		}
 		c.Servers = append(c.Servers, s)
 	}
 	return c, nil
@@ -277,4 +408,104 @@ func CheckServerName(name string) error {
 		return fmt.Errorf("server name %q: want 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'", name)
 	}
 	return nil
+}
+
+// tools compiles the per-tool checks of server name.
+func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, error) {
+	out := make(map[string]*gateway.Tool, len(in))
+	for tool, ft := range in {
+		if ft == nil {
+			continue
+		}
+		errAt := func(format string, a ...any) error {
+			return strictyaml.ErrorAt(ft.Pos, "server %q, tool %q: %s", name, tool, fmt.Sprintf(format, a...))
+		}
+		ptr := func(what, s string, wild bool) (args.Pointer, error) {
+			p, err := args.ParsePointer(s)
+			if err != nil {
+				return p, errAt("%s: %v", what, err)
+			}
+			if s == "" {
+				return p, errAt("%s: the empty pointer names the whole arguments object", what)
+			}
+			if !wild && slices.Contains(strings.Split(s, "/"), "*") {
+				return p, errAt("%s %q: a field set by aegis must be one field, not a pattern with *", what, s)
+			}
+			return p, nil
+		}
+		t := &gateway.Tool{
+			Clamp:           ft.Clamp,
+			Untrusted:       ft.Untrusted,
+			AllowUnattended: ft.AllowUnattended,
+			Caps:            session.Limits{PerTurn: ft.Caps.PerTurn, PerMinute: ft.Caps.PerMinute, PerSession: ft.Caps.PerSession},
+		}
+		if ft.Caps.PerTurn < 0 || ft.Caps.PerMinute < 0 || ft.Caps.PerSession < 0 {
+			return nil, errAt("caps must not be negative")
+		}
+		for _, k := range sortedKeys(ft.Clamp) {
+			if _, err := ptr("clamp", k, true); err != nil {
+				return nil, err
+			}
+			if f := ft.Clamp[k]; math.IsInf(f, 0) || math.IsNaN(f) {
+				return nil, errAt("clamp %q: want a finite number", k)
+			}
+		}
+		for _, k := range sortedKeys(ft.Set) {
+			p, err := ptr("set", k, false)
+			if err != nil {
+				return nil, err
+			}
+			t.Set = append(t.Set, gateway.Assign{Pointer: p, Value: ft.Set[k].json})
+		}
+		for _, k := range ft.Clear {
+			p, err := ptr("clear", k, true)
+			if err != nil {
+				return nil, err
+			}
+			t.Clear = append(t.Clear, p)
+		}
+		for _, k := range sortedKeys(ft.Identity) {
+			p, err := ptr("identity", k, false)
+			if err != nil {
+				return nil, err
+			}
+			src := ft.Identity[k]
+			if attr, ok := strings.CutPrefix(src, "principal."); src != "principal" && (!ok || attr == "") {
+				return nil, errAt("identity %q: source %q: want principal or principal.ATTRIBUTE", k, src)
+			}
+			t.Identity = append(t.Identity, gateway.IdentityField{Pointer: p, Source: src})
+		}
+		for _, k := range sortedKeys(ft.RelativeURL) {
+			p, err := ptr("relative_url", k, false)
+			if err != nil {
+				return nil, err
+			}
+			base, err := capability.ParseBaseURL(ft.RelativeURL[k])
+			if err != nil {
+				return nil, errAt("relative_url %q: %v", k, err)
+			}
+			t.RelativeURL = append(t.RelativeURL, gateway.RelativeURL{Pointer: p, Base: base})
+		}
+		for i, src := range ft.IDs {
+			p, err := ptr(fmt.Sprintf("ids[%d].pointer", i), src.Pointer, true)
+			if err != nil {
+				return nil, err
+			}
+			if src.Kind == "" {
+				return nil, errAt("ids[%d].kind: empty", i)
+			}
+			t.IDs = append(t.IDs, gateway.IDSource{Kind: src.Kind, Pointer: p})
+		}
+		out[tool] = t
+	}
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -148,13 +149,25 @@ func (e *Engine) identity(principal, source string) (string, bool) {
 // afterPolicy runs the checks that follow the policy (DESIGN.md pipeline
 // step 7): provenance of ids, the unattended ask, and the caps, which count
 // a call only once everything else has allowed it and commit is set.
-func (e *Engine) afterPolicy(v Verdict, c *Call, s *Server, t *Tool, doc *args.Doc, origin policy.Origin, commit bool) Verdict {
+func (e *Engine) afterPolicy(ctx context.Context, v Verdict, c *Call, s *Server, t *Tool, doc *args.Doc, origin policy.Origin, commit bool) Verdict {
 	if v.Effect == policy.Deny {
 		return v
 	}
 	keep := func(r Verdict) Verdict {
 		r.Caps, r.Bound, r.Tier, r.Origin, r.Taint = v.Caps, v.Bound, v.Tier, v.Origin, v.Taint
 		return r
+	}
+	gate := s.Egress
+	if gate == nil {
+		gate = e.defaultEgress
+	}
+	for i := range v.Caps {
+		if v.Caps[i].Kind != capability.NetConnect {
+			continue
+		}
+		if ev := gate.Check(ctx, v.Caps[i]); !ev.Allow {
+			return keep(refuse(RuleEgress, "%s", ev.String()))
+		}
 	}
 	if b := s.Bindings[c.Tool]; b != nil {
 		if r, ok := e.provenance(c, b, v.Caps, doc.Root()); !ok {
@@ -233,6 +246,45 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// relativeCaps checks the arguments constrained to paths on a base URL
+// (R14) and returns the net.connect each one makes: its resolution
+// against the base, so that the policy and the egress gate see the host the
+// server will reach.
+func relativeCaps(t *Tool, root args.Value) ([]capability.Capability, Verdict, bool) {
+	if t == nil || len(t.RelativeURL) == 0 {
+		return nil, Verdict{}, true
+	}
+	var caps []capability.Capability
+	for _, r := range t.RelativeURL {
+		var bad Verdict
+		failed := false
+		r.Pointer.Select(root, func(v args.Value, at args.Loc) {
+			if failed {
+				return
+			}
+			if v.Kind() != args.String {
+				bad, failed = refuse(RuleRelativeURL, "argument %s: want a string (a path on %s)", at, r.Base), true
+				return
+			}
+			abs, err := r.Base.Resolve(v.Str())
+			if err != nil {
+				bad, failed = refuse(RuleRelativeURL, "argument %s must be a path on %s: %v", at, r.Base, err), true
+				return
+			}
+			cp, err := capability.FromURL(abs)
+			if err != nil {
+				bad, failed = refuse(RuleRelativeURL, "argument %s: %v", at, err), true
+				return
+			}
+			caps = append(caps, cp)
+		})
+		if failed {
+			return nil, bad, false
+		}
+	}
+	return caps, Verdict{}, true
 }
 
 // ResultEvent is one tools/call result on its way back to the client.

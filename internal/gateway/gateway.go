@@ -17,6 +17,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/egress"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/session"
 	"github.com/aegis-mcp/aegis/internal/shape"
@@ -36,6 +37,9 @@ type Server struct {
 	Templates *shape.Syntax
 	// Tools configures the checks per tool; a tool not listed has none.
 	Tools map[string]*Tool
+	// Egress is the gate every net.connect capability passes (R15); nil
+	// means the default gate.
+	Egress *egress.Checker
 }
 
 // Engine decides calls for a set of servers under one policy. It is safe for
@@ -46,7 +50,10 @@ type Engine struct {
 	limits     args.Limits
 	sessions   *session.Store
 	principals map[string]map[string]string
-	scratch    sync.Pool // *scratch
+	// defaultEgress gates the net.connect of servers with no egress
+	// configuration.
+	defaultEgress *egress.Checker
+	scratch       sync.Pool // *scratch
 }
 
 // Options configures an Engine. The zero value uses the default argument
@@ -73,6 +80,11 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 	if e.sessions == nil {
 		e.sessions = session.New(nil)
 	}
+	def, err := egress.New(nil)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: the default egress gate: %w", err)
+	}
+	e.defaultEgress = def
 	for _, s := range servers {
 		if _, dup := e.servers[s.Name]; dup {
 			return nil, fmt.Errorf("gateway: server %q configured twice", s.Name)
@@ -165,14 +177,14 @@ var ErrUnknownServer = errors.New("unknown server")
 // Check runs the pipeline for c. It never returns an undecided call: every
 // failure is a Verdict with Effect Deny and Err set.
 func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
-	v, _ := e.check(c, false)
+	v, _ := e.check(ctx, c, false)
 	return v
 }
 
 // check is Check that also returns, when hash is set, the hash of the
 // arguments for the chain (see argsHash), from the document it decoded:
 // recording a call must not decode its arguments twice.
-func (e *Engine) check(c *Call, hash bool) (v Verdict, argsHash [32]byte) {
+func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, argsHash [32]byte) {
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
 	req, v, ok := e.prepare(c, &sc.doc)
@@ -185,7 +197,7 @@ func (e *Engine) check(c *Call, hash bool) (v Verdict, argsHash [32]byte) {
 	v = e.decideShaped(req, c, v.Arguments)
 	if c.Refuse == nil {
 		s := e.servers[c.Server]
-		v = e.afterPolicy(v, c, s, s.Tools[c.Tool], &sc.doc, req.Origin, true)
+		v = e.afterPolicy(ctx, v, c, s, s.Tools[c.Tool], &sc.doc, req.Origin, true)
 	} else {
 		v = Verdict{Effect: policy.Deny, Err: c.Refuse, Caps: v.Caps, Bound: v.Bound, Tier: v.Tier, Origin: v.Origin, Taint: v.Taint}
 	}
@@ -205,7 +217,7 @@ func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 	}
 	x := e.policy.Explain(req)
 	s := e.servers[c.Server]
-	return e.afterPolicy(e.decideShaped(req, c, v.Arguments), c, s, s.Tools[c.Tool], &doc, req.Origin, false), &x
+	return e.afterPolicy(ctx, e.decideShaped(req, c, v.Arguments), c, s, s.Tools[c.Tool], &doc, req.Origin, false), &x
 }
 
 // prepare decodes the arguments and derives the capabilities of c. When it
@@ -233,6 +245,10 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 		Origin:    origin,
 		Taint:     taint,
 	}
+	rel, v, ok := relativeCaps(s.Tools[c.Tool], doc.Root())
+	if !ok {
+		return nil, v, false
+	}
 	if b := s.Bindings[c.Tool]; b != nil {
 		req.Bound = true
 		req.Tier = b.Tier
@@ -245,6 +261,7 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 			return nil, v, false
 		}
 	}
+	req.Caps = append(req.Caps, rel...)
 	return req, Verdict{Arguments: fwd}, true
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/egress"
 	"github.com/aegis-mcp/aegis/internal/policy"
 )
 
@@ -27,9 +28,17 @@ func newEngine(t testing.TB, mode string) *Engine {
 		t.Fatal(err)
 	}
 	b := binding.Builtins()
+	// Names resolve from a static table: tests do no DNS.
+	gate, err := egress.New(&egress.Config{Resolver: "static", Hosts: map[string][]string{
+		"example.com":        {"93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"},
+		"rebind.example.net": {"93.184.215.14", "10.0.0.7"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e, err := New(p, []*Server{
 		{Name: "fs", Bindings: b["filesystem"].Tools, Options: binding.Options{Path: capability.PathOptions{Home: "/home/u"}, RequireNFC: true}},
-		{Name: "web", Bindings: b["fetch"].Tools},
+		{Name: "web", Bindings: b["fetch"].Tools, Egress: gate},
 		{Name: "misc"},
 	}, nil)
 	if err != nil {
@@ -59,6 +68,8 @@ func TestCheck(t *testing.T) {
 		{"metadata in hex", "web", "fetch", `{"url":"http://0xA9FEA9FE/"}`, policy.Deny, `no-internal`},
 		{"loopback via mapped v6", "web", "fetch", `{"url":"https://[::ffff:127.0.0.1]/"}`, policy.Deny, `no-internal`},
 		{"public https", "web", "fetch", `{"url":"https://example.com/x"}`, policy.Allow, ``},
+		{"a name resolving to a private address among public ones", "web", "fetch", `{"url":"https://rebind.example.net/x"}`, policy.Deny, `egress denied: rebind.example.net resolves to 10.0.0.7, which is private`},
+		{"a name the table does not hold", "web", "fetch", `{"url":"https://unknown.example.org/"}`, policy.Deny, `egress denied`},
 		{"file URL to fetch", "web", "fetch", `{"url":"file:///home/u/.ssh/id_rsa"}`, policy.Deny, `no-ssh`},
 		{"not arguments at all", "fs", "read_file", ``, policy.Deny, `arguments`},
 	}
@@ -195,7 +206,7 @@ func BenchmarkNaiveCheck(b *testing.B) {
 func TestArgsHash(t *testing.T) {
 	e := newEngine(t, "")
 	hash := func(server, args string) [32]byte {
-		_, h := e.check(&Call{Server: server, Tool: "read_file", Arguments: []byte(args)}, true)
+		_, h := e.check(context.Background(), &Call{Server: server, Tool: "read_file", Arguments: []byte(args)}, true)
 		return h
 	}
 	a := hash("fs", `{"path":"/home/u/projects/a","head":1}`)

@@ -38,7 +38,7 @@ type Recorder struct {
 // says why. schemaHash is the hash of the tool's pinned input schema, zero
 // when unknown.
 func (r *Recorder) Call(ctx context.Context, c *Call, schemaHash [32]byte) (Verdict, error) {
-	v, argsHash := r.Engine.check(c, true)
+	v, argsHash := r.Engine.check(ctx, c, true)
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/session"
 )
 
@@ -52,7 +53,7 @@ type IdentityField struct {
 // Base, never a URL that names a host of its own.
 type RelativeURL struct {
 	Pointer args.Pointer
-	Base    string
+	Base    *capability.BaseURL
 }
 
 // IDSource says that the values Pointer selects in a result of the tool

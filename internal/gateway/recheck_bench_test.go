@@ -1,0 +1,236 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// BenchmarkRecheckChain times `aegis recheck` end to end on a chain of
+// 1,000,000 entries (DESIGN.md: in 2 s at most): read and decode every
+// entry strictly, check the links, and decide it again under a new policy
+// (examples/filesystem/policy.yaml, which has CEL conditions). The chain is
+// written once, by a Log with many concurrent appenders, and stays in the
+// page cache. SHA-256 of the same segment bytes is timed in the same run:
+// x-sha256 is how many times faster than hashing the chain recheck runs.
+func BenchmarkRecheckChain(b *testing.B) {
+	const n = 1_000_000
+	dir := b.TempDir()
+	writeRecheckChain(b, dir, n)
+	eng := recheckEngine(b)
+	size := chainBytes(b, dir)
+
+	b.Run("Scan+Recheck", func(b *testing.B) {
+		benchRecheck(b, dir, size, n, func() (int, error) {
+			var count int
+			err := chain.Scan(dir, func(e *chain.Entry) error {
+				count++
+				v, ok := eng.Recheck(e)
+				if ok && v.Effect.String() != e.Decision {
+					return nil
+				}
+				return nil
+			})
+			return count, err
+		})
+	})
+	b.Run("Scan", func(b *testing.B) {
+		benchRecheck(b, dir, size, n, func() (int, error) {
+			var count int
+			err := chain.Scan(dir, func(e *chain.Entry) error { count++; return nil })
+			return count, err
+		})
+	})
+}
+
+func benchRecheck(b *testing.B, dir string, size int64, n int, run func() (int, error)) {
+	var recheck, sha time.Duration
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		count, err := run()
+		recheck += time.Since(t0)
+		if err != nil || count != n {
+			b.Fatalf("recheck read %d entries: %v", count, err)
+		}
+		b.StopTimer()
+		sha += hashSegments(b, dir)
+		b.StartTimer()
+	}
+	b.ReportMetric(recheck.Seconds()/float64(b.N)*1e6/float64(n), "s/1M-entries")
+	b.ReportMetric(sha.Seconds()/recheck.Seconds(), "x-sha256")
+	b.ReportMetric(float64(size)*float64(b.N)/sha.Seconds()/1e6, "sha256-MB/s")
+}
+
+// hashSegments returns the time SHA-256 takes over the bytes of the
+// segment files, read into memory first (the reading is not timed).
+func hashSegments(b *testing.B, dir string) time.Duration {
+	files, err := filepath.Glob(filepath.Join(dir, "chain-*.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf []byte
+	var d time.Duration
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fi, _ := f.Stat()
+		if int64(cap(buf)) < fi.Size() {
+			buf = make([]byte, fi.Size())
+		}
+		buf = buf[:fi.Size()]
+		if _, err := io.ReadFull(f, buf); err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+		t0 := time.Now()
+		sha256.Sum256(buf)
+		d += time.Since(t0)
+	}
+	return d
+}
+
+func chainBytes(b *testing.B, dir string) int64 {
+	files, _ := filepath.Glob(filepath.Join(dir, "chain-*.jsonl"))
+	var n int64
+	for _, name := range files {
+		fi, err := os.Stat(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// recheckEngine is the engine `aegis recheck --policy
+// examples/filesystem/policy.yaml` builds for alice.
+func recheckEngine(b *testing.B) *Engine {
+	const file = "../../examples/filesystem/policy.yaml"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := policy.Parse(file, data, &policy.Options{Home: "/home/alice"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := New(p, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// writeRecheckChain appends n entries to a chain in dir from 1024
+// concurrent appenders, as a busy gateway would.
+func writeRecheckChain(b *testing.B, dir string, n int) {
+	l, err := chain.Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 1024 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i > n {
+					return
+				}
+				if _, _, err := l.Append(context.Background(), recheckEntry(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// recheckEntry is the i-th call of a session mix: mostly reads under
+// ~/projects, some writes, some fetches, a few reads of secrets, a few
+// calls aegis refused before the policy.
+func recheckEntry(i int) *chain.Entry {
+	e := &chain.Entry{
+		Time:      time.Date(2026, 11, 29, 12, 0, 0, i, time.UTC),
+		Session:   fmt.Sprintf("sess-%04d", i%500),
+		Principal: "alice",
+		Roles:     []string{"dev"},
+		Origin:    "interactive",
+		Server:    "fs",
+		Bound:     true,
+		Mode:      chain.Enforce,
+		Decision:  chain.Allow,
+		Reason:    "allowed by read-projects",
+		Rules:     []string{"fs-tools", "read-projects"},
+	}
+	if i%7 == 0 {
+		e.Origin, e.Taint = "unattended", true
+	}
+	e.PolicyHash = sha256.Sum256([]byte("policy"))
+	e.ToolSchemaHash = sha256.Sum256([]byte("schema"))
+	e.ArgsHash = sha256.Sum256(fmt.Appendf(nil, "args %d", i))
+	path := fmt.Sprintf("/home/alice/projects/aegis/internal/pkg%d/file-%d.go", i%40, i)
+	switch i % 10 {
+	case 0, 1, 2, 3, 4, 5:
+		e.Tool, e.Tier = "read_text_file", "data-read"
+		e.Caps = []chain.Cap{{Kind: "fs.read", Path: path}}
+	case 6:
+		e.Tool, e.Tier = "write_file", "mutating"
+		e.Caps = []chain.Cap{{Kind: "fs.write", Path: path}}
+		e.Decision, e.Rules, e.Reason = chain.Ask, []string{"write-projects"}, "writes are confirmed by a person"
+	case 7:
+		e.Server, e.Tool, e.Tier = "web", "fetch", "data-read"
+		host := []string{"api.github.com", "pkg.go.dev", "10.0.0.7", "example.com"}[i/10%4]
+		e.Caps = []chain.Cap{{Kind: "net.connect", Scheme: "https", Host: host, Port: 443, URL: "https://" + host + fmt.Sprintf("/x/%d", i)}}
+		e.Rules, e.Reason = []string{"web-fetch", "public-web"}, "allowed by public-web"
+	case 8:
+		e.Tool, e.Tier = "read_multiple_files", "data-read"
+		e.Caps = []chain.Cap{{Kind: "fs.read", Path: path}, {Kind: "fs.read", Path: "/home/alice/.ssh/id_ed25519"}}
+		e.Decision, e.Rules, e.Reason = chain.Deny, []string{"no-secrets"}, "credentials are off limits"
+	case 9:
+		if i%100 == 99 {
+			e.Tool, e.Caps = "read_text_file", []chain.Cap{}
+			e.Decision, e.Rules, e.Reason = chain.Deny, []string{RuleUndecidable}, "arguments: duplicate key"
+		} else {
+			e.Tool, e.Tier = "list_directory", "read-only"
+			e.Caps = []chain.Cap{{Kind: "fs.read", Path: strings.TrimSuffix(path, fmt.Sprintf("/file-%d.go", i))}}
+		}
+	}
+	return e
+}
+
+// BenchmarkRecheck decides one recorded entry again, without the chain:
+// the policy's share of a recheck, per entry, for the mix of
+// recheckEntry.
+func BenchmarkRecheck(b *testing.B) {
+	eng := recheckEngine(b)
+	ents := make([]*chain.Entry, 1000)
+	for i := range ents {
+		ents[i] = recheckEntry(i + 1)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		eng.Recheck(ents[i%len(ents)])
+		i++
+	}
+}
