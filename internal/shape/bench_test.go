@@ -39,3 +39,12 @@ func BenchmarkNeutraliseJSONChanged(b *testing.B) {
 		Mustache.NeutraliseJSON(d.Root())
 	}
 }
+
+// BenchmarkReplaceAllBaseline is the naive (and wrong) rewrite, for a same-run ratio.
+func BenchmarkReplaceAllBaseline(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(benchText)))
+	for b.Loop() {
+		strings.ReplaceAll(strings.ReplaceAll(benchText, "{{", "{ {"), "}}", "} }")
+	}
+}

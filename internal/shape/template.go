@@ -118,6 +118,18 @@ func (x Syntax) split(s string, from int) int {
 	}
 	prev := plain
 	for i := from; i < len(s); {
+		if prev == plain {
+			// Until a delimiter character, every character leaves prev plain (a plain
+			// one sets it, a skipped one keeps it) and none can split, since a
+			// delimiter starts with a delimiter character: jump to the next byte that
+			// may start one. Those bytes are never inside a UTF-8 sequence.
+			for i < len(s) && !delimiterByte[s[i]] {
+				i++
+			}
+			if i == len(s) {
+				break
+			}
+		}
 		c, n := classify(s, i)
 		if c != skipped {
 			if x.splits(prev, c) {
@@ -168,23 +180,15 @@ func mayHoldBrace(s string) bool {
 	return false
 }
 
+// delimiterByte marks the bytes that may start a delimiter character: the ASCII ones,
+// and 0xEF, the first byte of each of their compatibility forms.
+var delimiterByte = [256]bool{'{': true, '}': true, '%': true, '#': true, 0xEF: true}
+
 // classify returns the class of the character at s[i] and its length in bytes. A
 // byte that does not start valid UTF-8 is one skipped character of length 1.
 func classify(s string, i int) (class, int) {
 	if c := s[i]; c < utf8.RuneSelf {
-		switch {
-		case c == '{':
-			return open, 1
-		case c == '}':
-			return close, 1
-		case c == '%':
-			return percent, 1
-		case c == '#':
-			return hash, 1
-		case (c < 0x20 || c == 0x7F) && !isASCIISpace(c):
-			return skipped, 1
-		}
-		return plain, 1
+		return asciiClass[c], 1
 	}
 	r, n := utf8.DecodeRuneInString(s[i:])
 	switch r {
@@ -202,6 +206,18 @@ func classify(s string, i int) (class, int) {
 	}
 	return plain, n
 }
+
+// asciiClass is the class of each ASCII character: the delimiter characters, the
+// control characters other than whitespace (skipped), and plain.
+var asciiClass = func() (t [utf8.RuneSelf]class) {
+	for c := range t {
+		if (c < 0x20 || c == 0x7F) && !isASCIISpace(byte(c)) {
+			t[c] = skipped
+		}
+	}
+	t['{'], t['}'], t['%'], t['#'] = open, close, percent, hash
+	return t
+}()
 
 func isASCIISpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
