@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -199,7 +200,11 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 	g.logger.Info("decision", "tool", c.Tool, "decision", v.Effect.String())
 	switch v.Effect {
 	case policy.Allow:
-		return proxy.Verdict{Forward: true}, nil
+		out := proxy.Verdict{Forward: true}
+		if !bytes.Equal(v.Arguments, c.Arguments) {
+			out.Arguments = v.Arguments // shaped: pinned fields, identity, neutralised templates
+		}
+		return out, nil
 	case policy.Ask:
 		// Approvals (DESIGN.md R21) are not built yet: an ask cannot be
 		// answered, so it is refused, saying so.
@@ -207,6 +212,17 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 	default:
 		return proxy.Verdict{Reason: "aegis denied this call: " + v.Reason()}, nil
 	}
+}
+
+// Result takes in the result of a call aegis let through: ids for
+// provenance, taint from an untrusted tool. The result is relayed as the
+// server sent it; one aegis cannot read yields no ids (so calls naming them
+// fail closed) and is logged.
+func (g *runGate) Result(ctx context.Context, c *proxy.Call, result json.RawMessage) (json.RawMessage, error) {
+	if err := g.rec.Engine.Result(&gateway.ResultEvent{Session: g.session, Server: g.server, Tool: c.Tool, Result: result}); err != nil {
+		g.logger.Warn("reading a result", "tool", c.Tool, "err", err)
+	}
+	return nil, nil
 }
 
 // Tools pins the listed tools (package pin) and passes on the tools the

@@ -96,6 +96,16 @@ func New(o *Options) (*mcp.Server, error) {
 	} else {
 		mcp.AddTool(s, &mcp.Tool{Name: "read_file", Description: "Reads a text file under the demo root."}, d.readFile)
 	}
+	s.AddTool(&mcp.Tool{
+		Name:        "echo_args",
+		Description: "Returns the arguments it received, as JSON (to show what reached the server).",
+		InputSchema: map[string]any{"type": "object"},
+	}, d.echoArgs)
+	s.AddTool(&mcp.Tool{
+		Name:        "list_items",
+		Description: "Lists the items of the demo inbox, with their ids.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
+	}, d.listItems)
 	mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "Describes the HTTP request it would make for a URL (it never connects)."}, d.fetch)
 	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "Counts to a number, reporting progress and logging each step."}, d.count)
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_model", Description: "Asks the client's model a question (sampling)."}, d.askModel)
@@ -143,6 +153,20 @@ type echoIn struct {
 
 func (d *demo) echo(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 	return text(in.Text), nil, nil
+}
+
+// echoArgs returns the raw arguments it was called with.
+func (d *demo) echoArgs(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return text(string(req.Params.Arguments)), nil
+}
+
+// listItems returns the demo inbox: ids in structuredContent, and an id
+// mentioned only in free text, which must not count as listed.
+func (d *demo) listItems(_ context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: "2 items; item-99 was archived"}},
+		StructuredContent: map[string]any{"items": []any{map[string]any{"id": "item-1"}, map[string]any{"id": "item-2"}}},
+	}, nil
 }
 
 type readFileIn struct {
