@@ -9,6 +9,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -188,11 +189,21 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, args
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
 	req, v, ok := e.prepare(c, &sc.doc)
-	if hash {
-		argsHash = hashArgs(&sc.doc, c.Arguments)
-	}
 	if !ok {
+		if hash {
+			argsHash = e.modelArgsHash(c, &sc.doc)
+		}
 		return v, argsHash
+	}
+	if hash {
+		// The arguments as forwarded: sc.doc holds them decoded.
+		fwd := v.Arguments
+		argsHash = hashArgs(&sc.doc, fwd)
+		defer func() {
+			if v.Arguments == nil && !bytes.Equal(fwd, c.Arguments) {
+				argsHash = e.modelArgsHash(c, &sc.doc) // refused after shaping
+			}
+		}()
 	}
 	v = e.decideShaped(req, c, v.Arguments)
 	if c.Refuse == nil {
@@ -205,6 +216,12 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, args
 		v.Arguments = nil
 	}
 	return v, argsHash
+}
+
+// modelArgsHash hashes the arguments as the model wrote them.
+func (e *Engine) modelArgsHash(c *Call, doc *args.Doc) [32]byte {
+	doc.Decode(c.Arguments, &e.limits) // on failure doc holds nothing: hashArgs hashes the raw bytes
+	return hashArgs(doc, c.Arguments)
 }
 
 // Explain checks c like [Engine.Check] and, when the call reached the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/policy"
 )
@@ -57,4 +58,50 @@ func TestRefuseWinsAndIsRecorded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestArgsHashOfShapedCalls: the chain's args_hash is of the arguments as
+// forwarded when the call goes through, and of the model's arguments when
+// it is refused, shaped or not.
+func TestArgsHashOfShapedCalls(t *testing.T) {
+	e := newEngine(t, "")
+	e.servers["fs"].Tools = map[string]*Tool{
+		"read_file": {Clear: []args.Pointer{mustPointer(t, "/note")}},
+	}
+	for _, tc := range []struct {
+		name, model, forwarded string
+		allowed                bool
+	}{
+		{"shaped and allowed", `{"path":"/home/u/projects/a","note":"x"}`, `{"path":"/home/u/projects/a"}`, true},
+		{"shaped and refused", `{"path":"/home/u/.ssh/id_rsa","note":"x"}`, ``, false},
+		{"not shaped, refused before the policy", `{"path":"a"}`, ``, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, h := e.check(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.model)}, true)
+			if (v.Effect == policy.Allow) != tc.allowed {
+				t.Fatalf("effect %s (%s)", v.Effect, v.Reason())
+			}
+			want := tc.model
+			if tc.allowed {
+				want = tc.forwarded
+				if string(v.Arguments) != tc.forwarded {
+					t.Errorf("forwarded %s, want %s", v.Arguments, tc.forwarded)
+				}
+			}
+			var d args.Doc
+			d.Decode([]byte(want), nil)
+			if h != hashArgs(&d, []byte(want)) {
+				t.Errorf("args hash is not that of %s", want)
+			}
+		})
+	}
+}
+
+func mustPointer(t *testing.T, s string) args.Pointer {
+	t.Helper()
+	p, err := args.ParsePointer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
