@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -96,16 +95,16 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc) ([]byte, Verd
 	if t == nil || len(t.Set)+len(t.Clear)+len(t.Identity) == 0 {
 		return out, Verdict{}, true
 	}
-	tree = treeOf(root)
-	for _, p := range t.Clear {
-		tree.remove(pointerTokens(p))
+	if err := t.compiled(); err != nil {
+		return nil, refuse(RuleShape, "%v", err), false
 	}
-	for _, a := range t.Set {
-		val, err := parseJSONValue(a.Value)
-		if err != nil {
-			return nil, refuse(RuleShape, "pinned field %s: %v", a.Pointer, err), false
-		}
-		if err := tree.set(pointerTokens(a.Pointer), val); err != nil {
+	tree = treeOf(root)
+	for _, toks := range t.clear {
+		tree.remove(toks)
+	}
+	for i := range t.Set {
+		a := &t.Set[i]
+		if err := tree.set(a.toks, a.node); err != nil {
 			return nil, refuse(RuleShape, "pinned field %s: %v", a.Pointer, err), false
 		}
 	}
@@ -114,12 +113,8 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc) ([]byte, Verd
 		if !ok {
 			return nil, refuse(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source), false
 		}
-		b, _ := json.Marshal(v) // a Go string always marshals
-		val, err := parseJSONValue(b)
-		if err != nil {
-			return nil, refuse(RuleIdentity, "argument %s: %v", f.Pointer, err), false
-		}
-		if err := tree.set(pointerTokens(f.Pointer), val); err != nil {
+		val := &jnode{kind: args.String, raw: string(appendJSONString(nil, strings.ToValidUTF8(v, "\uFFFD")))}
+		if err := tree.set(f.toks, val); err != nil {
 			return nil, refuse(RuleIdentity, "argument %s: %v", f.Pointer, err), false
 		}
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -18,6 +17,29 @@ type jnode struct {
 	raw  string // a scalar's JSON text
 	keys []string
 	vals []*jnode
+	// shared marks a node of a configured value, parsed once and linked
+	// into every call's tree: set copies it before changing it.
+	shared bool
+}
+
+// own returns n, or a copy of it the caller may change when n is shared.
+func (n *jnode) own() *jnode {
+	if !n.shared {
+		return n
+	}
+	c := &jnode{kind: n.kind, raw: n.raw}
+	c.keys = append([]string(nil), n.keys...)
+	c.vals = append([]*jnode(nil), n.vals...)
+	return c
+}
+
+// share marks n and everything under it shared.
+func (n *jnode) share() *jnode {
+	n.shared = true
+	for _, v := range n.vals {
+		v.share()
+	}
+	return n
 }
 
 func treeOf(v args.Value) *jnode {
@@ -49,8 +71,7 @@ func (n *jnode) appendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			kb, _ := json.Marshal(k) // a Go string always marshals
-			dst = append(dst, kb...)
+			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
 			dst = n.vals[i].appendJSON(dst)
 		}
@@ -120,6 +141,7 @@ func (n *jnode) set(toks []string, val *jnode) error {
 				cur.vals = append(cur.vals, &jnode{kind: args.Object})
 				i = len(cur.vals) - 1
 			}
+			cur.vals[i] = cur.vals[i].own()
 			cur = cur.vals[i]
 		case args.Array:
 			idx, err := strconv.Atoi(t)
@@ -130,6 +152,7 @@ func (n *jnode) set(toks []string, val *jnode) error {
 				cur.vals[idx] = val
 				return nil
 			}
+			cur.vals[idx] = cur.vals[idx].own()
 			cur = cur.vals[idx]
 		default:
 			return errEditPath
@@ -176,6 +199,37 @@ func (n *jnode) remove(toks []string) bool {
 		}
 	}
 	return removed
+}
+
+// appendJSONString appends s as a JSON string: the escapes RFC 8785 uses
+// (the two-character ones and \u00XX for other controls), everything else
+// as it is. s is valid UTF-8 (args decoded it, or it came from the
+// configuration through encoding/json).
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c >= 0x20:
+			dst = append(dst, c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+	}
+	return append(dst, '"')
 }
 
 // parseJSONValue reads one JSON value (a configured pin) into a tree.

@@ -90,6 +90,11 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 		if _, dup := e.servers[s.Name]; dup {
 			return nil, fmt.Errorf("gateway: server %q configured twice", s.Name)
 		}
+		for name, t := range s.Tools {
+			if err := t.compiled(); err != nil {
+				return nil, fmt.Errorf("gateway: server %q, tool %q: %w", s.Name, name, err)
+			}
+		}
 		e.servers[s.Name] = s
 	}
 	e.scratch.New = func() any { return new(scratch) }

@@ -8,10 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/egress"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/session"
+	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 func newEngine(t testing.TB, mode string) *Engine {
@@ -31,6 +34,7 @@ func newEngine(t testing.TB, mode string) *Engine {
 	// Names resolve from a static table: tests do no DNS.
 	gate, err := egress.New(&egress.Config{Resolver: "static", Hosts: map[string][]string{
 		"example.com":        {"93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"},
+		"api.github.com":     {"140.82.112.5"},
 		"rebind.example.net": {"93.184.215.14", "10.0.0.7"},
 	}})
 	if err != nil {
@@ -173,6 +177,32 @@ func BenchmarkCheck(b *testing.B) {
 func BenchmarkCheckURL(b *testing.B) {
 	e := newEngine(b, "")
 	c := &Call{Server: "web", Tool: "fetch", Arguments: []byte(`{"url":"https://api.github.com/repos/a/b/issues?state=open","max_length":5000}`)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := e.Check(ctx, c); v.Effect != policy.Allow {
+			b.Fatal(v.Reason())
+		}
+	}
+}
+
+// BenchmarkCheckAllChecks is BenchmarkCheck with every check of the
+// pipeline that applies to the call switched on: the session's state,
+// templates neutralised in every string, a field cleared and one pinned,
+// and caps counted (DESIGN.md: the budget holds with all checks on).
+func BenchmarkCheckAllChecks(b *testing.B) {
+	e := newEngine(b, "")
+	fs := e.servers["fs"]
+	mustache := shape.Mustache
+	fs.Templates = &mustache
+	fs.Tools = map[string]*Tool{"read_text_file": {
+		Clear: []args.Pointer{mustPointer(b, "/tail")},
+		Set:   []Assign{{Pointer: mustPointer(b, "/encoding"), Value: []byte(`"utf-8"`)}},
+		Caps:  session.Limits{PerTurn: 1 << 30, PerSession: 1 << 30},
+	}}
+	e.OpenSession("s", policy.Interactive)
+	c := &Call{Session: "s", Principal: "alice", Server: "fs", Tool: "read_text_file",
+		Arguments: []byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -97,7 +97,7 @@ func TestArgsHashOfShapedCalls(t *testing.T) {
 	}
 }
 
-func mustPointer(t *testing.T, s string) args.Pointer {
+func mustPointer(t testing.TB, s string) args.Pointer {
 	t.Helper()
 	p, err := args.ParsePointer(s)
 	if err != nil {

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"fmt"
+	"sync"
+
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/session"
@@ -16,6 +19,10 @@ type Tool struct {
 	// the model wrote, after the model's answer (R12).
 	Set   []Assign
 	Clear []args.Pointer
+	clear [][]string // Clear's tokens
+
+	once       sync.Once
+	compileErr error
 	// Identity fields are server-derived: a model-supplied value at one of
 	// them refuses the call, and the value is injected from the session's
 	// principal (R12).
@@ -39,6 +46,9 @@ type Tool struct {
 type Assign struct {
 	Pointer args.Pointer
 	Value   []byte
+
+	toks []string // Pointer's tokens
+	node *jnode   // Value, parsed once
 }
 
 // IdentityField is a field whose value comes from the session: Source is
@@ -47,6 +57,33 @@ type Assign struct {
 type IdentityField struct {
 	Pointer args.Pointer
 	Source  string
+
+	toks []string
+}
+
+// compiled parses, once, what t's checks use on every call.
+func (t *Tool) compiled() error {
+	t.once.Do(func() { t.compileErr = t.compile() })
+	return t.compileErr
+}
+
+func (t *Tool) compile() error {
+	for i := range t.Set {
+		a := &t.Set[i]
+		n, err := parseJSONValue(a.Value)
+		if err != nil {
+			return fmt.Errorf("set %s: %w", a.Pointer, err)
+		}
+		a.node, a.toks = n.share(), pointerTokens(a.Pointer)
+	}
+	for i := range t.Identity {
+		t.Identity[i].toks = pointerTokens(t.Identity[i].Pointer)
+	}
+	t.clear = make([][]string, len(t.Clear))
+	for i, p := range t.Clear {
+		t.clear[i] = pointerTokens(p)
+	}
+	return nil
 }
 
 // RelativeURL says that the string at Pointer must be a path relative to
