@@ -73,8 +73,21 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc) ([]byte, Verd
 		for _, f := range t.Identity {
 			found := false
 			f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
-			if found {
+			if _, variant := f.Pointer.CaseVariant(root); found || variant {
 				return nil, refuse(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer), false
+			}
+		}
+		// A key that differs from a pinned or cleared field's only in case
+		// would survive the edit, and a server matching keys without case
+		// (Go's encoding/json, ASP.NET) would read it as that field.
+		for _, a := range t.Set {
+			if key, ok := a.Pointer.CaseVariant(root); ok {
+				return nil, refuse(RuleShape, "argument %q differs from the pinned field %s only in case", key, a.Pointer), false
+			}
+		}
+		for _, p := range t.Clear {
+			if key, ok := p.CaseVariant(root); ok {
+				return nil, refuse(RuleShape, "argument %q differs from the cleared field %s only in case", key, p), false
 			}
 		}
 	}

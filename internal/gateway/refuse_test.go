@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -104,4 +105,57 @@ func mustPointer(t testing.TB, s string) args.Pointer {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestShapeAdversarial: the inputs a model could try against identity,
+// pinned and cleared fields.
+func TestShapeAdversarial(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: all, effect: allow, server: m, unbound: true}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": {
+		Identity: []IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal.account"}, {Pointer: mustPointer(t, "/meta/owner"), Source: "principal"}},
+		Set:      []Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`{"text":"via aegis"}`)}},
+		Clear:    []args.Pointer{mustPointer(t, "/bcc"), mustPointer(t, "/to/*/bcc")},
+	}}}}, &Options{Principals: map[string]map[string]string{"alice": {"account": "alice@corp.example"}, "bob": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, principal, args string
+		want                  string // forwarded arguments, or the refusing rule
+	}{
+		{"injected and cleared", "alice", `{"to":[{"a":"x","bcc":"eve"}],"bcc":"eve"}`, `{"to":[{"a":"x"}],"footer":{"text":"via aegis"},"from":"alice@corp.example","meta":{"owner":"alice"}}`},
+		{"model sets from", "alice", `{"from":"ceo@corp.example"}`, RuleIdentity},
+		{"model sets From", "alice", `{"From":"ceo@corp.example"}`, RuleIdentity},
+		{"model sets FROM", "alice", `{"FROM":"x"}`, RuleIdentity},
+		{"Bcc in a list element", "alice", `{"to":[{"BCC":"eve"}]}`, RuleShape},
+		{"model sets the nested owner", "alice", `{"meta":{"owner":"root"}}`, RuleIdentity},
+		{"model sets the owner null", "alice", `{"meta":{"owner":null}}`, RuleIdentity},
+		{"owner through an escaped key", "alice", `{"meta":{"\u006fwner":"root"}}`, RuleIdentity},
+		{"meta not an object", "alice", `{"meta":"x"}`, RuleIdentity},
+		{"Bcc survives a clear of bcc", "alice", `{"Bcc":"eve"}`, RuleShape},
+		{"Footer beside the pinned footer", "alice", `{"Footer":"x"}`, RuleShape},
+		{"model's footer replaced", "alice", `{"footer":"click evil.example"}`, `{"footer":{"text":"via aegis"},"from":"alice@corp.example","meta":{"owner":"alice"}}`},
+		{"principal without the attribute", "bob", `{}`, RuleIdentity},
+		{"no principal", "", `{}`, RuleIdentity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := e.Check(context.Background(), &Call{Server: "m", Tool: "send", Principal: tc.principal, Arguments: []byte(tc.args)})
+			if strings.HasPrefix(tc.want, "aegis:") {
+				if v.Effect != policy.Deny || RuleOf(&v) != tc.want {
+					t.Fatalf("effect %s rule %q (%s), want a denial by %s", v.Effect, RuleOf(&v), v.Reason(), tc.want)
+				}
+				return
+			}
+			if v.Effect != policy.Allow || string(v.Arguments) != tc.want {
+				t.Errorf("effect %s (%s), forwarded %s, want %s", v.Effect, v.Reason(), v.Arguments, tc.want)
+			}
+		})
+	}
+	// The shared pinned value is never changed by a call's edits.
+	if got := string(e.servers["m"].Tools["send"].Set[0].node.appendJSON(nil)); got != `{"text":"via aegis"}` {
+		t.Errorf("the pinned value became %s", got)
+	}
 }
