@@ -18,12 +18,15 @@ type index struct {
 }
 
 // cand is a candidate rule with what rejects most candidates without
-// reading the rule: the call bits it accepts (rule.mask) and, for host
-// rules, its classes and whether it has networks.
+// reading the rule: the call bits it accepts (rule.mask), its signatures
+// and the lanes they use, and, for host rules, its classes and whether it
+// has networks.
 type cand struct {
 	r        *rule
 	sig      uint64 // ruleSig
+	sigLanes uint64 // nonzero16(sig)
 	capSig   uint64 // ruleCapSig
+	capLanes uint64 // nonzero32(capSig)
 	prec     uint64 // rule.prec
 	mask     uint32
 	classes  capability.Class
@@ -32,16 +35,30 @@ type cand struct {
 }
 
 func candOf(r *rule) cand {
-	return cand{r: r, sig: ruleSig(r), capSig: ruleCapSig(r), prec: r.prec, mask: r.mask,
-		classes: r.hosts.classes, prefixes: len(r.hosts.prefixes) > 0, shadow: r.shadow}
+	sig, capSig := ruleSig(r), ruleCapSig(r)
+	return cand{r: r, sig: sig, sigLanes: nonzero16(sig), capSig: capSig, capLanes: nonzero32(capSig),
+		prec: r.prec, mask: r.mask, classes: r.hosts.classes, prefixes: len(r.hosts.prefixes) > 0, shadow: r.shadow}
 }
 
 // pass reports whether the candidate survives the checks that need not
-// read the rule: it could change the tally, and its call bits and
-// signatures fit.
+// read the rule: its call bits and signatures fit (sigOK, capSigOK), and
+// it could change the tally. It is small enough to inline.
 func (c *cand) pass(e *evaluator) bool {
-	return e.t.useful(c.prec, c.shadow) && e.bits&^c.mask == 0 && sigOK(c.sig, e.sig) && capSigOK(c.capSig, e.capSig)
+	return e.bits&^c.mask == 0 && nonzero16(c.sig&e.sig) == c.sigLanes &&
+		nonzero32(c.capSig&e.capSig) == c.capLanes && e.t.useful(c.prec, c.shadow)
 }
+
+// done says which matchers of a candidate the index has checked already,
+// by finding it under the call's or capability's own value.
+type done uint8
+
+const (
+	doneServer  done = 1 << iota // found under the call's server: its server list is literal names
+	doneTool                     // likewise for the tool
+	donePath                     // found under a directory the path is under
+	doneHost                     // found under the exact host
+	doneProgram                  // found under the exact program, and its programs are literal
+)
 
 // kindIndex holds the capability rules of one kind.
 type kindIndex struct {
@@ -49,8 +66,7 @@ type kindIndex struct {
 	// path_under, host, program or id_kind.
 	generic []cand
 
-	paths *pathNode    // fs: rules by path_under, a trie of path components
-	trie  *trieBuilder // paths while the index is built
+	paths pathIndex // fs: rules by path_under
 
 	hostExact  keyMap // net: rules by exact host
 	hostSuffix keyMap // net: rules by *.suffix, keyed by suffix
@@ -61,100 +77,6 @@ type kindIndex struct {
 	shell        []cand // exec: rules with shell: true and a program matcher
 
 	idKind keyMap // id: rules by id_kind
-}
-
-// pathNode is a node of the path trie: the rules whose path_under is the
-// path from the root to it, and its children. The trie is compressed: an
-// edge label is one or more path components ("srv/projects"), so a walk
-// takes one step per directory that has rules or branches. A node with few
-// children scans their labels; one with many looks up the first component.
-type pathNode struct {
-	rules  []cand
-	labels []string
-	kids   []*pathNode
-	many   map[string]int // first component of a label → its index
-}
-
-const maxListed = 8
-
-// find returns the index of the child whose label is a prefix of rest, by
-// whole components, or -1.
-func (n *pathNode) find(rest string) int {
-	if n.many != nil {
-		comp := rest
-		if j := strings.IndexByte(rest, '/'); j >= 0 {
-			comp = rest[:j]
-		}
-		if i, ok := n.many[comp]; ok && componentPrefix(rest, n.labels[i]) {
-			return i
-		}
-		return -1
-	}
-	for i, l := range n.labels {
-		if componentPrefix(rest, l) {
-			return i
-		}
-	}
-	return -1
-}
-
-// componentPrefix reports whether label is rest or a leading run of its
-// components.
-func componentPrefix(rest, label string) bool {
-	return len(rest) >= len(label) && rest[0] == label[0] && rest[:len(label)] == label && (len(rest) == len(label) || rest[len(label)] == '/')
-}
-
-// trieBuilder is an uncompressed trie, built rule by rule.
-type trieBuilder struct {
-	rules    []*rule
-	names    []string // children in insertion order
-	children map[string]*trieBuilder
-}
-
-func (b *trieBuilder) insert(dir string, r *rule) {
-	for _, comp := range strings.Split(dir, "/") {
-		if comp == "" {
-			continue
-		}
-		child := b.children[comp]
-		if child == nil {
-			if b.children == nil {
-				b.children = map[string]*trieBuilder{}
-			}
-			child = &trieBuilder{}
-			b.children[comp] = child
-			b.names = append(b.names, comp)
-		}
-		b = child
-	}
-	if len(b.rules) == 0 || b.rules[len(b.rules)-1] != r {
-		b.rules = append(b.rules, r)
-	}
-}
-
-// compile returns the compressed trie.
-func (b *trieBuilder) compile() *pathNode {
-	n := &pathNode{}
-	for _, r := range b.rules {
-		n.rules = append(n.rules, candOf(r))
-	}
-	for _, name := range b.names {
-		label, c := name, b.children[name]
-		for len(c.rules) == 0 && len(c.names) == 1 {
-			label += "/" + c.names[0]
-			c = c.children[c.names[0]]
-		}
-		n.labels = append(n.labels, label)
-		n.kids = append(n.kids, c.compile())
-	}
-	if len(n.labels) > maxListed {
-		n.many = make(map[string]int, len(n.labels))
-		for i, l := range n.labels {
-			first, _, _ := strings.Cut(l, "/")
-			n.many[first] = i
-		}
-	}
-	return n
 }
 
 func buildIndex(rules []*rule) index {
@@ -168,11 +90,6 @@ func buildIndex(rules []*rule) index {
 			if r.kinds.has(k) {
 				idx.kinds[k].add(k, r)
 			}
-		}
-	}
-	for k := range idx.kinds {
-		if ki := &idx.kinds[k]; ki.trie != nil {
-			ki.paths, ki.trie = ki.trie.compile(), nil
 		}
 	}
 	return idx
@@ -209,11 +126,8 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 		if r.paths == nil {
 			break
 		}
-		if ki.trie == nil {
-			ki.trie = &trieBuilder{}
-		}
 		for _, p := range r.paths {
-			ki.trie.insert(p, r)
+			ki.paths.add(p, r)
 		}
 		return
 	case capability.NetConnect:
@@ -267,27 +181,32 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 // that most lookups of an absent key cost no hashing.
 type keyMap struct {
 	lens uint64 // bit n: a key of length n; bit 63: a key of 63 bytes or more
-	m    map[string][]cand
+	keys strTable
+	vals [][]cand // by the keys' values in keys
 }
 
 func lenBit(n int) uint64 { return 1 << min(n, 63) }
 
 func (k *keyMap) add(key string, r *rule) {
-	if k.m == nil {
-		k.m = map[string][]cand{}
-	}
 	k.lens |= lenBit(len(key))
-	k.m[key] = appendOnce(k.m[key], r)
+	i := k.keys.put(key)
+	if i == len(k.vals) {
+		k.vals = append(k.vals, nil)
+	}
+	k.vals[i] = appendOnce(k.vals[i], r)
 }
 
 func (k *keyMap) get(key string) []cand {
 	if k.lens&lenBit(len(key)) == 0 {
 		return nil
 	}
-	return k.m[key]
+	if i := k.keys.get(key); i >= 0 {
+		return k.vals[i]
+	}
+	return nil
 }
 
-func (k *keyMap) empty() bool { return k.m == nil }
+func (k *keyMap) empty() bool { return k.keys.n == 0 }
 
 // appendOnce appends r unless it is already last: a rule listing a key
 // twice is indexed once under it.
@@ -341,34 +260,19 @@ type evaluator struct {
 	t      tally
 }
 
-// consider runs the candidates cs; it is small enough to inline, so that
-// the many empty lists of a call cost no call.
-func (e *evaluator) consider(cs []cand) {
+// consider runs the candidates cs, which the index found with the matchers
+// d checked; it is small enough to inline, so that the many empty lists of
+// a call cost no call.
+func (e *evaluator) consider(cs []cand, d done) {
 	if len(cs) > 0 {
-		e.considerAll(cs)
+		e.considerAll(cs, d)
 	}
 }
 
-func (e *evaluator) considerAll(cs []cand) {
+func (e *evaluator) considerAll(cs []cand, d done) {
 	for i := range cs {
-		if !cs[i].pass(e) {
-			continue
-		}
-		if r := cs[i].r; r.matchIndexed(e, false) {
-			e.t.add(r)
-		}
-	}
-}
-
-// considerUnder is consider for rules found in the path trie on the way to
-// e.cap.Path: their path_under holds.
-func (e *evaluator) considerUnder(cs []cand) {
-	for i := range cs {
-		if !cs[i].pass(e) {
-			continue
-		}
-		if r := cs[i].r; r.matchIndexed(e, true) {
-			e.t.add(r)
+		if c := &cs[i]; c.pass(e) && c.r.matchIndexed(e, d) {
+			e.t.add(c.r)
 		}
 	}
 }
@@ -383,15 +287,16 @@ func (e *evaluator) considerHosts(cs []cand) {
 }
 
 func (e *evaluator) considerAllHosts(cs []cand) {
-	c := e.cap
+	classes, addr := e.cap.Classes, e.cap.Addr.IsValid()
 	for i := range cs {
 		// A rule here that matches by exact name or suffix is also in
 		// hostExact or hostSuffix.
-		if cs[i].classes&c.Classes == 0 && !(cs[i].prefixes && c.Addr.IsValid()) || !cs[i].pass(e) {
+		c := &cs[i]
+		if c.classes&classes == 0 && !(c.prefixes && addr) {
 			continue
 		}
-		if r := cs[i].r; r.matchIndexed(e, false) {
-			e.t.add(r)
+		if c.pass(e) && c.r.matchIndexed(e, 0) {
+			e.t.add(c.r)
 		}
 	}
 }
@@ -399,9 +304,9 @@ func (e *evaluator) considerAllHosts(cs []cand) {
 // action tallies the action rules for the call.
 func (idx *index) action(e *evaluator) {
 	e.cap, e.capSig = nil, ^uint64(0)
-	e.consider(idx.actionByTool.get(e.req.Tool))
-	e.consider(idx.actionByServer.get(e.req.Server))
-	e.consider(idx.actionOther)
+	e.consider(idx.actionByTool.get(e.req.Tool), doneTool)
+	e.consider(idx.actionByServer.get(e.req.Server), doneServer)
+	e.consider(idx.actionOther, 0)
 }
 
 // capability tallies the capability rules for e.cap, and reports whether
@@ -411,21 +316,21 @@ func (idx *index) capability(e *evaluator) bool {
 	e.capSig = capSig(c)
 	if c.Kind == capability.FSRead || c.Kind == capability.FSWrite {
 		ki := &idx.kinds[c.Kind]
-		if !idx.walkPath(e, ki.paths) {
+		if !ki.paths.walk(e) {
 			return false
 		}
-		e.consider(ki.generic)
+		e.consider(ki.generic, 0)
 		return true
 	}
 	if !validCap(c) {
 		return false
 	}
 	ki := &idx.kinds[c.Kind]
-	e.consider(ki.generic)
+	e.consider(ki.generic, 0)
 	switch c.Kind {
 	case capability.NetConnect:
 		e.considerHosts(ki.hostOther)
-		e.consider(ki.hostExact.get(c.Host))
+		e.consider(ki.hostExact.get(c.Host), doneHost)
 		if c.Addr.IsValid() || ki.hostSuffix.empty() {
 			break
 		}
@@ -435,50 +340,20 @@ func (idx *index) capability(e *evaluator) bool {
 				break
 			}
 			h = h[dot+1:]
-			e.consider(ki.hostSuffix.get(h))
+			e.consider(ki.hostSuffix.get(h), 0)
 		}
 	case capability.Exec:
 		if c.Shell {
-			e.consider(ki.shell)
+			e.consider(ki.shell, 0)
 			break
 		}
-		e.consider(ki.programGlob)
-		e.consider(ki.programExact.get(c.Program))
+		e.consider(ki.programGlob, 0)
+		e.consider(ki.programExact.get(c.Program), doneProgram)
 		if base := path.Base(c.Program); base != c.Program {
-			e.consider(ki.programExact.get(base))
+			e.consider(ki.programExact.get(base), 0)
 		}
 	case capability.ID:
-		e.consider(ki.idKind.get(c.IDKind))
-	}
-	return true
-}
-
-// walkPath considers the rules of the trie nodes on the way to e.cap.Path
-// (the root n may be nil), and reports whether the path is canonical.
-func (idx *index) walkPath(e *evaluator, n *pathNode) bool {
-	p := e.cap.Path
-	if !canonicalPath(p) {
-		return false
-	}
-	if n == nil {
-		return true
-	}
-	if len(n.rules) > 0 {
-		e.considerUnder(n.rules)
-	}
-	for rest := p[1:]; rest != "" && len(n.labels) > 0; {
-		i := n.find(rest)
-		if i < 0 {
-			break
-		}
-		label := n.labels[i]
-		if n = n.kids[i]; len(n.rules) > 0 {
-			e.considerUnder(n.rules)
-		}
-		if len(rest) == len(label) {
-			break
-		}
-		rest = rest[len(label)+1:]
+		e.consider(ki.idKind.get(c.IDKind), 0)
 	}
 	return true
 }

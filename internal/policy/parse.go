@@ -229,6 +229,7 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 		return nil
 	}
 	r.mask = r.callMask()
+	r.lists = len(r.servers) > 0 || len(r.tools) > 0 || r.principals != nil || r.roles != nil
 	r.prec = precedence(r.effect, r.index)
 	info.Effect = r.effect
 	if r.shadow {

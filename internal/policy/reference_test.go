@@ -91,7 +91,7 @@ func refMatches(r *rule, req *Request, c *capability.Capability, vars **celVars)
 	if (c == nil) != (r.kinds == 0) || !refCallScalars(r, req) || !r.callLists(req) {
 		return false, nil
 	}
-	if c != nil && !r.matchCap(c, false) {
+	if c != nil && !r.matchCap(c, 0) {
 		return false, nil
 	}
 	return r.cond(req, c, vars)

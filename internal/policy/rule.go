@@ -64,6 +64,10 @@ type rule struct {
 	programs globs
 	idKinds  []string
 
+	// lists is set if the rule has a call matcher that is a list (server,
+	// tool, principal, role): callLists has something to check.
+	lists bool
+
 	when *condition
 	info *Rule
 }
@@ -201,8 +205,13 @@ func (r *rule) callScalars(req *Request) bool {
 }
 
 // callLists checks the call matchers that are lists.
-func (r *rule) callLists(req *Request) bool {
-	if !r.servers.match(req.Server) || !r.tools.match(req.Tool) {
+func (r *rule) callLists(req *Request) bool { return r.callListsExcept(req, 0) }
+
+// callListsExcept is callLists without the server or tool matcher if d
+// says the index checked it.
+func (r *rule) callListsExcept(req *Request, d done) bool {
+	if len(r.servers) > 0 && d&doneServer == 0 && !r.servers.match(req.Server) ||
+		len(r.tools) > 0 && d&doneTool == 0 && !r.tools.match(req.Tool) {
 		return false
 	}
 	if r.principals != nil && !slices.Contains(r.principals, req.Principal) {
@@ -212,28 +221,29 @@ func (r *rule) callLists(req *Request) bool {
 }
 
 func anyRole(want, have []string) bool {
-	for _, h := range have {
-		if slices.Contains(want, h) {
-			return true
+	for _, w := range want {
+		for _, h := range have {
+			if len(w) == len(h) && w == h {
+				return true
+			}
 		}
 	}
 	return false
 }
 
 // matchCap reports whether the capability matchers match c, which MUST be
-// valid (validCap). pathDone says the path index found the rule under
-// c.Path, so its path_under holds.
-func (r *rule) matchCap(c *capability.Capability, pathDone bool) bool {
+// valid (validCap), skipping those the index checked (d).
+func (r *rule) matchCap(c *capability.Capability, d done) bool {
 	if !r.kinds.has(c.Kind) {
 		return false
 	}
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
-		if r.paths != nil && !pathDone && !anyPathUnder(c.Path, r.paths) {
+		if r.paths != nil && d&donePath == 0 && !anyPathUnder(c.Path, r.paths) {
 			return false
 		}
 	case capability.NetConnect:
-		if r.hasHosts && !r.hosts.match(c, !r.grants()) {
+		if r.hasHosts && d&doneHost == 0 && !r.hosts.match(c, !r.grants()) {
 			return false
 		}
 		if r.ports != nil {
@@ -260,7 +270,7 @@ func (r *rule) matchCap(c *capability.Capability, pathDone bool) bool {
 			// it grants it, and a denial of exec in general covers it.
 			return r.shell || (!r.grants() && r.programs == nil)
 		}
-		if r.programs != nil && !r.matchProgram(c.Program) {
+		if r.programs != nil && d&doneProgram == 0 && !r.matchProgram(c.Program) {
 			return false
 		}
 	case capability.ID:
@@ -373,20 +383,29 @@ func (r *rule) matches(req *Request, c *capability.Capability, vars **celVars) (
 		if r.kinds != 0 || !r.callScalars(req) || !r.callLists(req) {
 			return false, nil
 		}
-	} else if !r.kinds.has(c.Kind) || !r.callScalars(req) || !r.matchCap(c, false) || !r.callLists(req) {
+	} else if !r.kinds.has(c.Kind) || !r.callScalars(req) || !r.matchCap(c, 0) || !r.callLists(req) {
 		return false, nil
 	}
 	return r.cond(req, c, vars)
 }
 
 // matchIndexed is matches for a candidate of the index, which has checked
-// the call scalars (e.bits) and, if pathDone, the rule's path_under.
-func (r *rule) matchIndexed(e *evaluator, pathDone bool) bool {
-	if c := e.cap; c == nil {
-		if r.kinds != 0 || !r.callLists(e.req) {
+// the call scalars (e.bits) and the matchers d.
+func (r *rule) matchIndexed(e *evaluator, d done) bool {
+	switch c := e.cap; {
+	case c == nil:
+		if r.kinds != 0 {
 			return false
 		}
-	} else if !r.kinds.has(c.Kind) || !r.matchCap(c, pathDone) || !r.callLists(e.req) {
+	case !r.kinds.has(c.Kind):
+		return false
+	case d&donePath != 0:
+		// An fs capability whose path is under the rule's path_under: an
+		// fs rule has no other capability matcher.
+	case !r.matchCap(c, d):
+		return false
+	}
+	if r.lists && !r.callListsExcept(e.req, d) {
 		return false
 	}
 	if r.when == nil {

@@ -1,0 +1,66 @@
+package policy
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestStrTable checks lookups of present and absent keys, including keys
+// that share their first and last eight bytes (and so their hash).
+func TestStrTable(t *testing.T) {
+	var keys []string
+	for i := range 1000 {
+		keys = append(keys, fmt.Sprintf("team-%d", i))
+	}
+	keys = append(keys, "", "a", "ab", "abc", "abcd", "abcdefgh", "abcdefghi",
+		"0123456789abcdef-middle-one-0123456789abcdef", "0123456789abcdef-middle-two-0123456789abcdef")
+	var tab strTable
+	for i, k := range keys {
+		if got := tab.put(k); got != i {
+			t.Fatalf("put(%q) = %d, want %d", k, got, i)
+		}
+	}
+	for i, k := range keys {
+		if got := tab.put(k); got != i {
+			t.Errorf("put(%q) again = %d, want %d", k, got, i)
+		}
+		if got := tab.get(k); got != i {
+			t.Errorf("get(%q) = %d, want %d", k, got, i)
+		}
+	}
+	for _, k := range []string{"team-1000", "team-", "team-01", "abcdefg", "b", "0123456789abcdef-middle-six-0123456789abcdef"} {
+		if got := tab.get(k); got != -1 {
+			t.Errorf("get(%q) = %d, want -1", k, got)
+		}
+	}
+	var empty strTable
+	if got := empty.get("x"); got != -1 {
+		t.Errorf("empty get = %d", got)
+	}
+}
+
+// TestStrTableProbes holds the benchmark policy's wide directory to short
+// probe sequences: a hash that clusters similar names would still be
+// correct, and slow.
+func TestStrTableProbes(t *testing.T) {
+	var tab strTable
+	for i := range benchTeams {
+		tab.put(fmt.Sprintf("team-%d", i))
+	}
+	total, worst := 0, 0
+	for i := range benchTeams {
+		k := fmt.Sprintf("team-%d", i)
+		h := strHash(k)
+		n := 1
+		for j := h & tab.mask; tab.slots[j].key != k; j = (j + 1) & tab.mask {
+			n++
+		}
+		total += n
+		worst = max(worst, n)
+	}
+	if avg := float64(total) / benchTeams; avg > 2 || worst > 16 {
+		t.Errorf("probes per hit: %.2f on average, %d at worst; want at most 2 and 16", avg, worst)
+	} else {
+		t.Logf("probes per hit: %.2f on average, %d at worst", avg, worst)
+	}
+}
