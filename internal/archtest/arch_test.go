@@ -60,11 +60,12 @@ var layers = map[string][]string{
 	"internal/egress":     {"internal/capability"},
 	"internal/pin":        {"internal/args"},
 	"internal/envelope":   {"internal/args", "internal/dlp"},
+	"internal/schema":     {"internal/args"},
 }
 
 // pure packages decide from values alone: no files, no network, no
 // processes.
-var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape"}
+var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape", "internal/schema"}
 
 // syscall is allowed: package capability names errno values (EINVAL, ENOTDIR)
 // that its injected Readlink returns, and makes no call.

@@ -1,0 +1,127 @@
+package schema
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+)
+
+var docs = sync.Pool{New: func() any { return new(args.Doc) }}
+
+// Check decodes a call's arguments strictly (package args: duplicate keys, keys
+// differing only in case, lone surrogates and the like are refused, and the limits of
+// [Options.Limits] apply) and checks them as [Schema.CheckValue] does.
+func (s *Schema) Check(arguments []byte) (out []byte, clamped []string, err error) {
+	d := docs.Get().(*args.Doc)
+	defer docs.Put(d)
+	var lim *args.Limits
+	if s != nil {
+		lim = s.limits
+	}
+	if err := d.Decode(arguments, lim); err != nil {
+		return nil, nil, &Violation{Keyword: "json", Message: truncate(err.Error(), MaxMessage), err: err}
+	}
+	return s.CheckValue(d.Root())
+}
+
+// CheckValue clamps and validates the arguments object root, which the caller decoded
+// with package args.
+//
+// On success, out is nil when nothing was clamped: the caller forwards the arguments
+// it holds. Otherwise out is the arguments with the clamped numbers rewritten (other
+// values keep their source text, object keys are re-escaped minimally, whitespace is
+// dropped), and clamped lists the JSON Pointers of the rewritten numbers, in document
+// order per clamp, for the audit record.
+//
+// On failure, err is a *[Violation] and out and clamped are nil. The nil *Schema
+// returns a Violation for every call.
+func (s *Schema) CheckValue(root args.Value) (out []byte, clamped []string, err error) {
+	if s == nil || s.sch == nil {
+		return nil, nil, &Violation{Keyword: "schema", Message: "the tool has no compiled input schema"}
+	}
+	if root.Kind() != args.Object {
+		return nil, nil, &Violation{Keyword: "json", Message: "arguments must be a JSON object"}
+	}
+	var repl map[args.Value]string
+	if len(s.clamps) > 0 {
+		if repl, clamped, err = s.clamp(root); err != nil {
+			return nil, nil, err
+		}
+	}
+	tree, v := toTree(root, repl)
+	if v != nil {
+		return nil, nil, v.settle()
+	}
+	if err := s.sch.Validate(tree); err != nil {
+		return nil, nil, s.explain(tree, err)
+	}
+	if len(repl) == 0 {
+		return nil, nil, nil
+	}
+	return encode(make([]byte, 0, len(root.Raw())+8), root, repl), clamped, nil
+}
+
+// clamp finds the numbers outside their clamp's range and the text that replaces
+// each. Later clamps see the values earlier ones wrote.
+func (s *Schema) clamp(root args.Value) (map[args.Value]string, []string, error) {
+	var repl map[args.Value]string
+	var at []string
+	var viol *Violation
+	for i := range s.clamps {
+		c := &s.clamps[i]
+		if key, found := c.ptr.CaseVariant(root); found {
+			// A server matching keys without case would read this member as the
+			// clamped field, unclamped.
+			return nil, nil, &Violation{Pointer: c.ptr.String(), Keyword: "clamp",
+				Message: "a member whose key differs only in case (" + strconv.Itoa(len(key)) + " bytes) stands for the clamped field"}
+		}
+		c.ptr.Select(root, func(v args.Value, loc args.Loc) {
+			if viol != nil {
+				return
+			}
+			switch v.Kind() {
+			case args.Null:
+				return // left to the schema, like an absent field
+			case args.Number:
+			default:
+				viol = &Violation{Pointer: loc.String(), Keyword: "clamp", Message: "a clamped field must be a number, got " + v.Kind().String()}
+				return
+			}
+			text, ok := repl[v]
+			if !ok {
+				var err error
+				if text, err = canonicalNumber(v); err != nil {
+					viol = &Violation{Pointer: loc.String(), Keyword: "number", Message: err.Error()}
+					return
+				}
+			}
+			f, err := strconv.ParseFloat(text, 64)
+			if err != nil {
+				viol = &Violation{Pointer: loc.String(), Keyword: "number", Message: errInexact.Error()}
+				return
+			}
+			var to string
+			switch {
+			case f > c.max:
+				to = c.maxText
+			case f < c.min:
+				to = c.minText
+			default:
+				return
+			}
+			if repl == nil {
+				repl = map[args.Value]string{}
+			}
+			repl[v] = to
+			if p := loc.String(); !slices.Contains(at, p) {
+				at = append(at, p)
+			}
+		})
+		if viol != nil {
+			return nil, nil, viol
+		}
+	}
+	return repl, at, nil
+}
