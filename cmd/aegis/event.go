@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,10 @@ type event struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Result    json.RawMessage `json:"result"`
+	// InputSchema is the tool's input schema as its server would list it:
+	// with one, the call's arguments are checked against it, closed, as
+	// `aegis run` checks them against the schema it pinned.
+	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 // parseEvent decodes one event strictly: the line must be strict JSON (no
@@ -56,6 +61,9 @@ func parseEvent(line []byte) (*event, error) {
 	if _, err := parseOrigin(ev.Origin); err != nil {
 		return nil, err
 	}
+	if present(ev.InputSchema) && bytes.TrimLeft(ev.InputSchema, " \t\r\n")[0] != '{' {
+		return nil, errors.New(`"input_schema" must be a JSON object`)
+	}
 	return &ev, nil
 }
 
@@ -75,7 +83,7 @@ func parseOrigin(s string) (policy.Origin, error) {
 // tainted from its start (DESIGN.md R19).
 func (ev *event) call() *gateway.Call {
 	origin, _ := parseOrigin(ev.Origin)
-	return &gateway.Call{
+	c := &gateway.Call{
 		Session:   ev.Session,
 		Principal: ev.Principal,
 		Roles:     ev.Roles,
@@ -86,4 +94,9 @@ func (ev *event) call() *gateway.Call {
 		Tool:      ev.Tool,
 		Arguments: ev.Arguments,
 	}
+	if present(ev.InputSchema) {
+		c.Schema = ev.InputSchema
+		c.SchemaKey = sha256.Sum256(ev.InputSchema)
+	}
+	return c
 }

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -133,6 +134,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	g := &runGate{
 		rec:     rec,
 		pins:    pins,
+		schemas: map[pin.Digest][]byte{},
 		stderr:  stderr,
 		server:  name,
 		session: *session, principal: *principal, roles: roles, origin: origin,
@@ -164,6 +166,9 @@ type runGate struct {
 	pins                       *pin.Store
 	logger                     *slog.Logger
 	stderr                     io.Writer
+
+	mu      sync.Mutex
+	schemas map[pin.Digest][]byte // input schemas by pinned definition
 }
 
 // ruleHeld is the rule id recorded for a call to a held tool.
@@ -192,6 +197,15 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 		schema = p.Pending.Full
 	case pinned:
 		schema = p.Full
+		call.SchemaKey = p.Full
+		call.Schema, err = g.inputSchema(p)
+		if err != nil {
+			call.Refuse = &gateway.Refusal{Rule: gateway.RuleSchema, Err: err}
+		}
+	case !g.rec.Engine.Server(g.server).SchemaOff:
+		// The closed schema is the one the server listed: a tool the
+		// client calls without its having been listed has none.
+		call.Refuse = &gateway.Refusal{Rule: gateway.RuleSchema, Err: fmt.Errorf("tool %q was never listed by the server, so its arguments cannot be checked against its schema", c.Tool)}
 	}
 	v, err := g.rec.Call(ctx, call, schema)
 	if err != nil {
@@ -212,6 +226,29 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 	default:
 		return proxy.Verdict{Reason: "aegis denied this call: " + v.Reason()}, nil
 	}
+}
+
+// inputSchema returns the input schema of a pinned definition, parsed
+// once per definition.
+func (g *runGate) inputSchema(p pin.Pin) ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.schemas[p.Full]; ok {
+		return s, nil
+	}
+	d, err := pin.Parse(p.Def)
+	if err != nil {
+		return nil, fmt.Errorf("the pinned definition: %w", err)
+	}
+	s := d.InputSchema
+	if s == nil {
+		s = []byte(`{"type":"object"}`) // no schema listed: no arguments
+	}
+	if len(g.schemas) > 4096 {
+		clear(g.schemas)
+	}
+	g.schemas[p.Full] = s
+	return s, nil
 }
 
 // Result takes in the result of a call aegis let through: ids for

@@ -108,6 +108,9 @@ type fileServer struct {
 	Egress *egress.Config `yaml:"egress"`
 	// Tools configures the checks per tool.
 	Tools map[string]*fileTool `yaml:"tools"`
+	// Schema is closed (arguments are checked against the tool's pinned
+	// input schema, every object closed) or off.
+	Schema string `yaml:"schema"`
 }
 
 type fileTool struct {
@@ -382,6 +385,13 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 				return nil, strictyaml.ErrorAt(fs.Pos, "server %q: templates: %v", name, err)
 			}
 			s.Templates = &x
+		}
+		switch fs.Schema {
+		case "", "closed":
+		case "off":
+			s.SchemaOff = true
+		default:
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: schema %q: want closed or off", name, fs.Schema)
 		}
 		s.Egress, err = egress.New(fs.Egress)
 		if err != nil {

@@ -58,13 +58,13 @@ func (e *Engine) sessionFacts(c *Call) (policy.Origin, bool) {
 }
 
 // shape applies the shaping steps (DESIGN.md pipeline step 4) to the
-// arguments in doc: a model-supplied identity field refuses the call;
-// template markers in model-written strings are neutralised; pinned fields
-// are set or cleared and identity fields injected. When anything changed,
-// doc is re-decoded from the shaped arguments, which it returns; otherwise
-// it returns c.Arguments.
-func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc) ([]byte, Verdict, bool) {
-	out := c.Arguments
+// arguments in doc (cur, as the schema step left them): a model-supplied
+// identity field refuses the call; template markers in model-written
+// strings are neutralised; pinned fields are set or cleared and identity
+// fields injected. When anything changed, doc is re-decoded from the
+// shaped arguments, which it returns; otherwise it returns cur.
+func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, Verdict, bool) {
+	out := cur
 	if t == nil && s.Templates == nil {
 		return out, Verdict{}, true
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/egress"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/schema"
 	"github.com/aegis-mcp/aegis/internal/session"
 	"github.com/aegis-mcp/aegis/internal/shape"
 )
@@ -41,6 +42,9 @@ type Server struct {
 	// Egress is the gate every net.connect capability passes (R15); nil
 	// means the default gate.
 	Egress *egress.Checker
+	// SchemaOff turns off the closed-schema check of arguments (R11),
+	// which is on whenever a call carries its tool's pinned schema.
+	SchemaOff bool
 }
 
 // Engine decides calls for a set of servers under one policy. It is safe for
@@ -54,7 +58,9 @@ type Engine struct {
 	// defaultEgress gates the net.connect of servers with no egress
 	// configuration.
 	defaultEgress *egress.Checker
-	scratch       sync.Pool // *scratch
+	schemas       schemaCache
+	schemaOpts    schema.Options // for tools with no configuration
+	scratch       sync.Pool      // *scratch
 }
 
 // Options configures an Engine. The zero value uses the default argument
@@ -94,9 +100,11 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 			if err := t.compiled(); err != nil {
 				return nil, fmt.Errorf("gateway: server %q, tool %q: %w", s.Name, name, err)
 			}
+			t.schemaOpts.Limits = &e.limits
 		}
 		e.servers[s.Name] = s
 	}
+	e.schemaOpts.Limits = &e.limits
 	e.scratch.New = func() any { return new(scratch) }
 	return e, nil
 }
@@ -136,6 +144,11 @@ type Call struct {
 	// before the policy refused it: a held tool). The capabilities are
 	// still derived, for the record.
 	Refuse *Refusal
+	// Schema is the input schema of the tool as pinned, and SchemaKey
+	// the hash that identifies it (the pin's full hash). With a schema the
+	// arguments are checked against it, closed (R11); nil skips the check.
+	Schema    []byte
+	SchemaKey [32]byte
 }
 
 // Verdict is the engine's answer for one call. Effect is what happens to
@@ -254,7 +267,11 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 	if s == nil {
 		return nil, deny(fmt.Errorf("%w %q", ErrUnknownServer, c.Server)), false
 	}
-	fwd, v, ok := e.shape(c, s, s.Tools[c.Tool], doc)
+	fwd, v, ok := e.closedSchema(c, s, s.Tools[c.Tool], doc, c.Arguments)
+	if !ok {
+		return nil, v, false
+	}
+	fwd, v, ok = e.shape(c, s, s.Tools[c.Tool], doc, fwd)
 	if !ok {
 		return nil, v, false
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/schema"
 	"github.com/aegis-mcp/aegis/internal/session"
 )
 
@@ -20,6 +21,8 @@ type Tool struct {
 	Set   []Assign
 	Clear []args.Pointer
 	clear [][]string // Clear's tokens
+	// schemaOpts are the options the tool's pinned schema compiles with.
+	schemaOpts *schema.Options
 
 	once       sync.Once
 	compileErr error
@@ -78,6 +81,13 @@ func (t *Tool) compile() error {
 	}
 	for i := range t.Identity {
 		t.Identity[i].toks = pointerTokens(t.Identity[i].Pointer)
+	}
+	t.schemaOpts = &schema.Options{}
+	if len(t.Clamp) > 0 {
+		t.schemaOpts.Clamp = make(map[string]schema.Range, len(t.Clamp))
+		for p, max := range t.Clamp {
+			t.schemaOpts.Clamp[p] = schema.Ceiling(max)
+		}
 	}
 	t.clear = make([][]string, len(t.Clear))
 	for i, p := range t.Clear {
