@@ -22,6 +22,7 @@ policy: policy.yaml
 servers:
   demo:
     bindings: bindings.yaml
+    schema: off   # the load calls echo without listing the tools first
 `
 
 const crashBindings = `version: 1
