@@ -19,6 +19,10 @@ type glob struct {
 	// segs are the literal runs between the stars of a pattern without
 	// `?`, which match without backtracking.
 	segs []string
+	// prefix is set for a pattern that is a literal and one trailing
+	// star, in a name (not a program) pattern: it matches what starts
+	// with segs[0].
+	prefix bool
 }
 
 func compileGlob(p string, slash bool) (glob, error) {
@@ -57,6 +61,7 @@ func compileGlob(p string, slash bool) (glob, error) {
 		g.literal = lit.String()
 	case !question:
 		g.segs = append(segs, lit.String())
+		g.prefix = !slash && len(g.segs) == 2 && g.segs[1] == ""
 	}
 	return g, nil
 }
@@ -66,6 +71,9 @@ func compileGlob(p string, slash bool) (glob, error) {
 func (g *glob) match(s string) bool {
 	if !g.wild {
 		return s == g.literal
+	}
+	if g.prefix {
+		return len(s) >= len(g.segs[0]) && s[:len(g.segs[0])] == g.segs[0]
 	}
 	if g.segs != nil {
 		return g.matchSegs(s)

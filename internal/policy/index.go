@@ -177,18 +177,25 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 	ki.generic = append(ki.generic, candOf(r))
 }
 
-// keyMap maps names to candidates. It remembers the lengths of its keys, so
-// that most lookups of an absent key cost no hashing.
+// keyMap maps names to candidates. A filter of its keys' lengths and first
+// and last bytes makes most lookups of an absent key cost no hashing.
 type keyMap struct {
-	lens uint64 // bit n: a key of length n; bit 63: a key of 63 bytes or more
-	keys strTable
-	vals [][]cand // by the keys' values in keys
+	filter [16]uint64 // bit keyBit of each key
+	keys   strTable
+	vals   [][]cand // by the keys' values in keys
 }
 
-func lenBit(n int) uint64 { return 1 << min(n, 63) }
+// keyBit summarises a key for keyMap's filter.
+func keyBit(s string) uint {
+	if s == "" {
+		return 0
+	}
+	return uint(len(s)*131+int(s[0])*7+int(s[len(s)-1])) & 1023
+}
 
 func (k *keyMap) add(key string, r *rule) {
-	k.lens |= lenBit(len(key))
+	b := keyBit(key)
+	k.filter[b/64] |= 1 << (b % 64)
 	i := k.keys.put(key)
 	if i == len(k.vals) {
 		k.vals = append(k.vals, nil)
@@ -197,7 +204,7 @@ func (k *keyMap) add(key string, r *rule) {
 }
 
 func (k *keyMap) get(key string) []cand {
-	if k.lens&lenBit(len(key)) == 0 {
+	if b := keyBit(key); k.filter[b/64]&(1<<(b%64)) == 0 {
 		return nil
 	}
 	if i := k.keys.get(key); i >= 0 {
@@ -349,8 +356,10 @@ func (idx *index) capability(e *evaluator) bool {
 		}
 		e.consider(ki.programGlob, 0)
 		e.consider(ki.programExact.get(c.Program), doneProgram)
-		if base := path.Base(c.Program); base != c.Program {
-			e.consider(ki.programExact.get(base), 0)
+		if strings.IndexByte(c.Program, '/') >= 0 {
+			if base := path.Base(c.Program); base != c.Program {
+				e.consider(ki.programExact.get(base), 0)
+			}
 		}
 	case capability.ID:
 		e.consider(ki.idKind.get(c.IDKind), 0)

@@ -11,47 +11,55 @@ type pathIndex struct {
 	root   []cand   // rules under "/"
 	dirs   strTable // every other directory → its index in rules, by dirHash
 	rules  [][]cand
-	bloom  [64]uint64 // bit dirHash>>52 of each directory, in 64 words
+	ends   [16]uint64 // bit endBit of each directory
 	maxLen int        // the longest directory
 }
 
-// dirHash hashes a directory, or a path up to the end of a component,
-// from its length and its last eight bytes: in a policy, directories of
-// one length mostly differ at their ends ("/srv/projects/team-537").
-func dirHash(d string) uint64 { return dirHashAt(d, len(d)) }
+// endBit summarises a directory of j bytes whose last byte is c, so that
+// most prefixes of a path that are no directory cost no hashing.
+func endBit(j int, c byte) uint { return uint(j*131+int(c)) & 1023 }
 
-// dirHashAt is dirHash(p[:j]). It reads the last eight bytes of p[:j] as
-// one number, taking bytes of p past j when j < 8 and masking them off.
-func dirHashAt(p string, j int) uint64 {
-	var x uint64
-	switch {
-	case j >= 8:
-		x = load64(p[j-8:])
-	case len(p) >= 8:
-		x = load64(p) & (1<<(8*j) - 1)
-	default:
-		for k := j - 1; k >= 0; k-- {
-			x = x<<8 | uint64(p[k])
-		}
-	}
-	return mix(x^0xa0761d6478bd642f, uint64(j)^0xe7037ed1a0b428db)
+// maybe reports whether p[:j] may be a directory of the index.
+func (x *pathIndex) maybe(p string, j int) bool {
+	b := endBit(j, p[j-1])
+	return x.ends[b/64]&(1<<(b%64)) != 0
 }
 
-// maybe reports whether a directory of dirHash h may be in the index.
-func (x *pathIndex) maybe(h uint64) bool { return x.bloom[h>>58]&(1<<(h>>52&63)) != 0 }
+// dirWordsAt returns the words of the directory p[:j] (strTable): its
+// last and first eight bytes, read as numbers with the bytes of p past j
+// masked off when j < 8.
+func dirWordsAt(p string, j int) (a, b uint64) {
+	switch {
+	case j >= 8:
+		return load64(p[j-8:]), load64(p)
+	case len(p) >= 8:
+		a = load64(p) & (1<<(8*j) - 1)
+	default:
+		for k := j - 1; k >= 0; k-- {
+			a = a<<8 | uint64(p[k])
+		}
+	}
+	return a, a
+}
+
+// dirHash hashes a directory of j bytes from its last eight: in a policy,
+// directories of one length mostly differ at their ends
+// ("/srv/projects/team-537").
+func dirHash(a uint64, j int) uint64 { return mix(a^0xa0761d6478bd642f, uint64(j)^0xe7037ed1a0b428db) }
 
 func (x *pathIndex) add(dir string, r *rule) {
 	if dir == "/" {
 		x.root = appendOnce(x.root, r)
 		return
 	}
-	h := dirHash(dir)
-	i := x.dirs.putHashed(dir, h)
+	wa, wb := dirWordsAt(dir, len(dir))
+	i := x.dirs.putWords(dir, wa, wb, dirHash(wa, len(dir)))
 	if i == len(x.rules) {
 		x.rules = append(x.rules, nil)
 	}
 	x.rules[i] = appendOnce(x.rules[i], r)
-	x.bloom[h>>58] |= 1 << (h >> 52 & 63) // as maybe tests it
+	b := endBit(len(dir), dir[len(dir)-1])
+	x.ends[b/64] |= 1 << (b % 64)
 	x.maxLen = max(x.maxLen, len(dir))
 }
 
@@ -69,10 +77,10 @@ func zeroBytes(w uint64) uint64 { return ^((w&bytes7f + bytes7f) | w | bytes7f) 
 // walk considers the rules of the directories e.cap.Path is under, and
 // reports whether the path is canonical: absolute, without NUL, and
 // without empty, "." or ".." components (what capability.CanonPath
-// returns). It reads the path eight bytes at a time, finds the slashes
-// and NULs in each word, and at the end of each component checks it and
-// looks the path so far up (through a Bloom filter, then the table). The
-// tally of a path it refuses means nothing.
+// returns). It reads the path eight bytes at a time, finds the slashes in
+// each word, and at the end of each component checks it and looks the path
+// so far up (through a filter, then the table). The tally of a path it
+// refuses means nothing.
 func (x *pathIndex) walk(e *evaluator) bool {
 	p := e.cap.Path
 	n := len(p)
@@ -85,16 +93,16 @@ func (x *pathIndex) walk(e *evaluator) bool {
 	if n == 1 {
 		return true
 	}
-	start := 1 // of the current component
+	start := 1            // of the current component
+	skip := ^uint64(0x80) // the leading slash ends no component
+	var nul uint64        // the high bit of each NUL byte seen
 	for i := 0; i <= n; i += 8 {
 		// s: the high bit of each byte of p[i:i+8] that ends a
 		// component: a slash, or the end of p.
 		var s uint64
 		if rem := n - i; rem >= 8 {
 			w := load64(p[i:])
-			if zeroBytes(w) != 0 {
-				return false
-			}
+			nul |= zeroBytes(w)
 			s = zeroBytes(w ^ slashes)
 		} else {
 			if rem > 0 {
@@ -107,36 +115,30 @@ func (x *pathIndex) walk(e *evaluator) bool {
 					}
 				}
 				valid := uint64(1)<<(8*rem) - 1
-				if zeroBytes(w)&valid != 0 {
-					return false
-				}
+				nul |= zeroBytes(w) & valid
 				s = zeroBytes(w^slashes) & valid
 			}
 			s |= 0x80 << (8 * rem)
 		}
-		for ; s != 0; s &= s - 1 {
+		for s &= skip; s != 0; s &= s - 1 {
 			j := i + bits.TrailingZeros64(s)>>3
-			if j == 0 {
-				continue // the leading slash
+			if j == start || p[start] == '.' && j-start <= 2 && p[j-1] == '.' {
+				return false // an empty, "." or ".." component
 			}
-			if c := p[start:j]; c == "" || c[0] == '.' && len(c) <= 2 && c[len(c)-1] == '.' {
-				return false
-			}
-			if j <= x.maxLen {
-				if h := dirHashAt(p, j); x.maybe(h) {
-					x.visit(e, p[:j], h)
-				}
+			if j <= x.maxLen && x.maybe(p, j) {
+				x.visit(e, p, j)
 			}
 			start = j + 1
 		}
+		skip = ^uint64(0)
 	}
-	return true
+	return nul == 0
 }
 
-// visit considers the rules of directory d, whose dirHash is h, if it has
-// any.
-func (x *pathIndex) visit(e *evaluator, d string, h uint64) {
-	if k := x.dirs.getHashed(d, h); k >= 0 {
+// visit considers the rules of directory p[:j], if it has any.
+func (x *pathIndex) visit(e *evaluator, p string, j int) {
+	a, b := dirWordsAt(p, j)
+	if k := x.dirs.find(p[:j], a, b, dirHash(a, j)); k >= 0 {
 		e.considerAll(x.rules[k], donePath)
 	}
 }

@@ -3,12 +3,18 @@ package policy
 import "math/bits"
 
 // strTable maps strings to small integers by open addressing. Decide looks
-// names up in it (tools, servers, hosts, programs, id kinds, the first
-// component of a path below a wide directory) with one cheap hash of the
-// name and, on a hash hit, one comparison of the whole key: a hash
-// collision costs a probe, never a wrong answer. Keys come from the policy
-// and the table is at most half full, so a caller choosing the looked-up
-// name cannot make a probe sequence longer than the policy made it.
+// names up in it (tools, servers, hosts, programs, id kinds, directories)
+// by a cheap hash, and compares keys by two words read from them (their
+// first and last eight bytes, say), which decide equality outright for a
+// key of up to 16 bytes: a longer key that matches them is compared in
+// full. A hash collision costs a probe, never a wrong answer. Keys come
+// from the policy and the table is at most half full, so a caller choosing
+// the name looked up cannot make a probe sequence longer than the policy
+// made it.
+//
+// Every key of one table MUST be given with its words and hash computed
+// by the same functions: strWords and strHash for names, dirWordsAt and
+// dirHash for directories.
 type strTable struct {
 	mask  uint64
 	slots []tableSlot // a power of two in length; nil when empty
@@ -16,27 +22,30 @@ type strTable struct {
 }
 
 type tableSlot struct {
-	hash uint64
+	a, b uint64 // the key's words
+	h    uint64 // the key's hash
 	key  string
 	val  int32 // the value plus one; zero marks an empty slot
 }
 
-// put returns the value of key, adding it with the next value (the number
-// of keys before it) if it is new.
-func (t *strTable) put(key string) int { return t.putHashed(key, strHash(key)) }
+// put returns the value of a name, adding it with the next value (the
+// number of keys before it) if it is new.
+func (t *strTable) put(key string) int {
+	a, b := strWords(key)
+	return t.putWords(key, a, b, strHash(a, b, len(key)))
+}
 
-// putHashed is put with the key's hash h; every key of a table MUST be
-// hashed by the same function.
-func (t *strTable) putHashed(key string, h uint64) int {
+// putWords is put with the key's words and hash.
+func (t *strTable) putWords(key string, a, b, h uint64) int {
 	if t.slots != nil {
-		if v := t.getHashed(key, h); v >= 0 {
+		if v := t.find(key, a, b, h); v >= 0 {
 			return v
 		}
 	}
 	if 2*(t.n+1) > len(t.slots) {
 		t.grow()
 	}
-	t.insert(tableSlot{hash: h, key: key, val: int32(t.n) + 1})
+	t.insert(tableSlot{a: a, b: b, h: h, key: key, val: int32(t.n) + 1})
 	t.n++
 	return t.n - 1
 }
@@ -53,50 +62,55 @@ func (t *strTable) grow() {
 }
 
 func (t *strTable) insert(s tableSlot) {
-	j := s.hash & t.mask
+	j := s.h & t.mask
 	for t.slots[j].val != 0 {
 		j = (j + 1) & t.mask
 	}
 	t.slots[j] = s
 }
 
-// get returns the value of key, or -1.
+// get returns the value of a name, or -1.
 func (t *strTable) get(key string) int {
 	if t.slots == nil {
 		return -1
 	}
-	return t.getHashed(key, strHash(key))
+	a, b := strWords(key)
+	return t.find(key, a, b, strHash(a, b, len(key)))
 }
 
-// getHashed is get for a key whose hash is h (as given to putHashed). The
-// table MUST NOT be empty.
-func (t *strTable) getHashed(key string, h uint64) int {
+// find returns the value of key, whose words are a and b and hash h, or
+// -1. The table MUST NOT be empty.
+func (t *strTable) find(key string, a, b, h uint64) int {
 	for j := h & t.mask; ; j = (j + 1) & t.mask {
 		s := &t.slots[j]
 		if s.val == 0 {
 			return -1
 		}
-		if s.hash == h && s.key == key {
+		if s.a == a && s.b == b && len(s.key) == len(key) && (len(key) <= 16 || s.key == key) {
 			return int(s.val) - 1
 		}
 	}
 }
 
-// strHash hashes s in constant time from its length and at most its first
-// and last eight bytes (all of them up to 16 bytes), as wyhash does short
-// inputs. Keys that differ only in the middle of a long name collide, which
-// costs a probe.
-func strHash(s string) uint64 {
-	n := len(s)
-	var a, b uint64
-	switch {
+// strWords returns the words of a name: its first and last eight bytes,
+// overlapping in a key of fewer than 16 (four bytes each below eight, and
+// the first, middle and last byte below four).
+func strWords(s string) (a, b uint64) {
+	switch n := len(s); {
 	case n >= 8:
-		a, b = load64(s), load64(s[n-8:])
+		return load64(s), load64(s[n-8:])
 	case n >= 4:
-		a, b = uint64(load32(s)), uint64(load32(s[n-4:]))
+		return uint64(load32(s)), uint64(load32(s[n-4:]))
 	case n > 0:
-		a = uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1])
+		return uint64(s[0])<<16 | uint64(s[n>>1])<<8 | uint64(s[n-1]), 0
 	}
+	return 0, 0
+}
+
+// strHash hashes a name of n bytes from its words, as wyhash does short
+// inputs. Names that differ only in the middle of a long name collide,
+// which costs a probe.
+func strHash(a, b uint64, n int) uint64 {
 	return mix(uint64(n)^0x8ebc6af09c88c6e3, mix(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db))
 }
 

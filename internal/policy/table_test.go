@@ -39,28 +39,44 @@ func TestStrTable(t *testing.T) {
 	}
 }
 
-// TestStrTableProbes holds the benchmark policy's wide directory to short
-// probe sequences: a hash that clusters similar names would still be
+// TestStrTableProbes holds the benchmark policy's names and directories to
+// short probe sequences: a hash that clusters similar keys would still be
 // correct, and slow.
 func TestStrTableProbes(t *testing.T) {
-	var tab strTable
+	var names, dirs strTable
+	var keys []string
 	for i := range benchTeams {
-		tab.put(fmt.Sprintf("team-%d", i))
+		keys = append(keys, fmt.Sprintf("team-%d", i))
+		names.put(keys[i])
+		d := "/srv/projects/" + keys[i]
+		a, b := dirWordsAt(d, len(d))
+		dirs.putWords(d, a, b, dirHash(a, len(d)))
 	}
-	total, worst := 0, 0
-	for i := range benchTeams {
-		k := fmt.Sprintf("team-%d", i)
-		h := strHash(k)
-		n := 1
-		for j := h & tab.mask; tab.slots[j].key != k; j = (j + 1) & tab.mask {
-			n++
+	for _, tab := range []struct {
+		name   string
+		t      *strTable
+		prefix string
+	}{{"names", &names, ""}, {"dirs", &dirs, "/srv/projects/"}} {
+		total, worst := 0, 0
+		for _, k := range keys {
+			k = tab.prefix + k
+			a, b := strWords(k)
+			h := strHash(a, b, len(k))
+			if tab.prefix != "" {
+				a, _ = dirWordsAt(k, len(k))
+				h = dirHash(a, len(k))
+			}
+			n := 1
+			for j := h & tab.t.mask; tab.t.slots[j].key != k; j = (j + 1) & tab.t.mask {
+				n++
+			}
+			total += n
+			worst = max(worst, n)
 		}
-		total += n
-		worst = max(worst, n)
-	}
-	if avg := float64(total) / benchTeams; avg > 2 || worst > 16 {
-		t.Errorf("probes per hit: %.2f on average, %d at worst; want at most 2 and 16", avg, worst)
-	} else {
-		t.Logf("probes per hit: %.2f on average, %d at worst", avg, worst)
+		if avg := float64(total) / benchTeams; avg > 2 || worst > 16 {
+			t.Errorf("%s: probes per hit: %.2f on average, %d at worst; want at most 2 and 16", tab.name, avg, worst)
+		} else {
+			t.Logf("%s: probes per hit: %.2f on average, %d at worst", tab.name, avg, worst)
+		}
 	}
 }
