@@ -1,0 +1,269 @@
+package dlp
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+)
+
+// Located is a finding in a JSON document: its kind and where it is, never its text or
+// its offsets, so it may enter the audit chain as it is.
+type Located struct {
+	Kind Kind
+	// Pointer is the RFC 6901 JSON Pointer of the string or number that holds the
+	// finding, or of the member whose name holds it.
+	Pointer string
+	// InKey is true when the finding is in a member's name rather than its value.
+	InKey bool
+}
+
+// ScanValue appends to dst the findings in every string, number and member name under
+// v, in document order, and returns the extended slice. Numbers are scanned as their
+// source text, so a card number written as a JSON number is found. It allocates
+// nothing when it finds nothing.
+func ScanValue(v args.Value, dst []Located) []Located {
+	w := walker{dst: dst}
+	w.value(v)
+	return w.dst
+}
+
+// walker carries a scan through a document. The path to the current value lives in a
+// fixed array while the document is at most len(path) deep, and is turned into a JSON
+// Pointer only for a finding.
+type walker struct {
+	dst     []Located
+	scratch []Finding
+	path    [64]step
+	deeper  []step // the steps past len(path), in a deeper document
+	depth   int
+}
+
+// step is one reference token of the path: a member name, or an index when index >= 0.
+type step struct {
+	key   string
+	index int
+}
+
+func (w *walker) push(st step) {
+	if w.depth < len(w.path) {
+		w.path[w.depth] = st
+	} else {
+		w.deeper = append(w.deeper[:w.depth-len(w.path)], st)
+	}
+	w.depth++
+}
+
+func (w *walker) step(k int) step {
+	if k < len(w.path) {
+		return w.path[k]
+	}
+	return w.deeper[k-len(w.path)]
+}
+
+// value recurses once per level of nesting, which the decoder capped.
+func (w *walker) value(v args.Value) {
+	switch v.Kind() {
+	case args.String:
+		w.locate(v.Str(), false)
+	case args.Number:
+		w.locate(v.Raw(), false)
+	case args.Array:
+		for i := range v.Len() {
+			w.push(step{index: i})
+			w.value(v.Index(i))
+			w.depth--
+		}
+	case args.Object:
+		for i := range v.Len() {
+			key, val := v.Member(i)
+			w.push(step{key: key, index: -1})
+			w.locate(key, true)
+			w.value(val)
+			w.depth--
+		}
+	}
+}
+
+func (w *walker) locate(s string, inKey bool) {
+	w.scratch = Scan(s, w.scratch[:0])
+	if len(w.scratch) == 0 {
+		return
+	}
+	var b []byte
+	for k := range w.depth {
+		st := w.step(k)
+		b = append(b, '/')
+		if st.index >= 0 {
+			b = strconv.AppendInt(b, int64(st.index), 10)
+		} else {
+			b = appendToken(b, st.key)
+		}
+	}
+	ptr := string(b)
+	n0 := len(w.dst)
+next:
+	for _, f := range w.scratch {
+		for _, l := range w.dst[n0:] {
+			if l.Kind == f.Kind {
+				continue next // one entry per kind and place
+			}
+		}
+		w.dst = append(w.dst, Located{Kind: f.Kind, Pointer: ptr, InKey: inKey})
+	}
+}
+
+// appendToken appends name escaped as an RFC 6901 reference token.
+func appendToken(b []byte, name string) []byte {
+	for k := 0; k < len(name); k++ {
+		switch c := name[k]; c {
+		case '~':
+			b = append(b, "~0"...)
+		case '/':
+			b = append(b, "~1"...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// AppendRedacted appends v to dst as JSON with the findings whose kind satisfies redact
+// (every finding, if redact is nil) replaced by "[REDACTED:<kind>]" markers, in strings,
+// member names and numbers (a number with a finding becomes a string). Members keep
+// their document order; strings are re-escaped minimally. It fails, so that the caller
+// denies, when redacting two member names of one object makes them equal, or when v is
+// invalid.
+func AppendRedacted(dst []byte, v args.Value, redact func(Kind) bool) ([]byte, error) {
+	if v.Kind() == args.Invalid {
+		return dst, fmt.Errorf("dlp: redacting an invalid JSON value")
+	}
+	return appendRedacted(dst, v, redact)
+}
+
+func appendRedacted(dst []byte, v args.Value, redact func(Kind) bool) ([]byte, error) {
+	var err error
+	switch v.Kind() {
+	case args.String:
+		return appendJSONString(dst, redacted(v.Str(), redact)), nil
+	case args.Number:
+		raw := v.Raw()
+		if r := redacted(raw, redact); r != raw {
+			return appendJSONString(dst, r), nil
+		}
+		return append(dst, raw...), nil
+	case args.Array:
+		dst = append(dst, '[')
+		for i := range v.Len() {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendRedacted(dst, v.Index(i), redact); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case args.Object:
+		dst = append(dst, '{')
+		for i := range v.Len() {
+			key, val := v.Member(i)
+			if r := redacted(key, redact); r != key {
+				for j := range v.Len() {
+					if other, _ := v.Member(j); j != i && redacted(other, redact) == r {
+						return dst, fmt.Errorf("dlp: redacting member names would give an object two members named %q", r)
+					}
+				}
+				key = r
+			}
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendJSONString(dst, key), ':')
+			if dst, err = appendRedacted(dst, val, redact); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	default:
+		return append(dst, v.Raw()...), nil
+	}
+}
+
+// redacted returns s with the findings whose kind satisfies redact replaced.
+func redacted(s string, redact func(Kind) bool) string {
+	var buf [8]Finding
+	fs := Scan(s, buf[:0])
+	if redact != nil {
+		keep := fs[:0]
+		for _, f := range fs {
+			if redact(f.Kind) {
+				keep = append(keep, f)
+			}
+		}
+		fs = keep
+	}
+	return Redact(s, fs)
+}
+
+// appendJSONString appends s as a JSON string, escaping only what JSON requires. s is
+// valid UTF-8 (the decoder checked, and Redact keeps it so); an invalid byte would be
+// written as U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for k := 0; k < len(s); {
+		c := s[k]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[k:])
+			if r == utf8.RuneError && n == 1 {
+				dst = append(dst, "\ufffd"...)
+			} else {
+				dst = append(dst, s[k:k+n]...)
+			}
+			k += n
+			continue
+		}
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		default:
+			dst = append(dst, c)
+		}
+		k++
+	}
+	return append(dst, '"')
+}
+
+// ScanJSON decodes data as arguments (see [args.Doc.Decode]; the top level must be an
+// object) under lim, and returns the findings in it.
+func ScanJSON(data []byte, lim *args.Limits) ([]Located, error) {
+	var d args.Doc
+	if err := d.Decode(data, lim); err != nil {
+		return nil, fmt.Errorf("dlp: scanning JSON: %w", err)
+	}
+	return ScanValue(d.Root(), nil), nil
+}
+
+// RedactJSON decodes data as [ScanJSON] does and returns it re-encoded by
+// [AppendRedacted], with every finding in it, redacted or not.
+func RedactJSON(data []byte, lim *args.Limits, redact func(Kind) bool) ([]byte, []Located, error) {
+	var d args.Doc
+	if err := d.Decode(data, lim); err != nil {
+		return nil, nil, fmt.Errorf("dlp: redacting JSON: %w", err)
+	}
+	found := ScanValue(d.Root(), nil)
+	out, err := AppendRedacted(make([]byte, 0, len(data)), d.Root(), redact)
+	if err != nil {
+		return nil, found, err
+	}
+	return out, found, nil
+}

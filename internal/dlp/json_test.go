@@ -1,0 +1,150 @@
+package dlp
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestScanJSON(t *testing.T) {
+	f := newFaker(20)
+	gh := withChecksum("ghp_", f.pick(alnum, 30))
+	tests := []struct {
+		name string
+		in   string
+		want []Located
+	}{
+		{name: "nothing", in: `{"path":"/home/a/x.go","n":[1,2.5,true,null]}`},
+		{
+			name: "string member",
+			in:   `{"q":"token ` + gh + `"}`,
+			want: []Located{{Kind: GitHubToken, Pointer: "/q"}},
+		},
+		{
+			name: "nested in arrays",
+			in:   `{"a":[{"b":"x"},{"b":["y","card 4111111111111111"]}]}`,
+			want: []Located{{Kind: Card, Pointer: "/a/1/b/1"}},
+		},
+		{
+			name: "number",
+			in:   `{"pan":5555555555554444}`,
+			want: []Located{{Kind: Card, Pointer: "/pan"}},
+		},
+		{
+			name: "member name",
+			in:   `{"` + gh + `":1}`,
+			want: []Located{{Kind: GitHubToken, Pointer: "/" + gh, InKey: true}},
+		},
+		{
+			name: "pointer escapes",
+			in:   `{"a/b":{"c~d":"4111111111111111"}}`,
+			want: []Located{{Kind: Card, Pointer: "/a~1b/c~0d"}},
+		},
+		{
+			name: "escaped text is scanned unescaped",
+			in:   `{"t":"line\ngh` + gh[2:] + `\u0020"}`,
+			want: []Located{{Kind: GitHubToken, Pointer: "/t"}},
+		},
+		{
+			name: "one entry per kind and place",
+			in:   `{"t":"4111111111111111 and 5555555555554444"}`,
+			want: []Located{{Kind: Card, Pointer: "/t"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ScanJSON([]byte(tc.in), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ScanJSON(%s) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+func TestRedactJSON(t *testing.T) {
+	f := newFaker(21)
+	gh := withChecksum("ghp_", f.pick(alnum, 30))
+	tests := []struct {
+		name   string
+		in     string
+		redact func(Kind) bool
+		want   string
+	}{
+		{name: "unchanged", in: `{"b":1,"a":[true,null,"x\"y"],"c":{}}`, want: `{"b":1,"a":[true,null,"x\"y"],"c":{}}`},
+		{name: "string", in: `{"q":"key ` + gh + ` here"}`, want: `{"q":"key [REDACTED:github.token] here"}`},
+		{name: "number becomes a string", in: `{"pan":5555555555554444,"n":12}`, want: `{"pan":"[REDACTED:card]","n":12}`},
+		{name: "member name", in: `{"` + gh + `":1}`, want: `{"[REDACTED:github.token]":1}`},
+		{
+			name:   "only the kinds asked for",
+			in:     `{"a":"` + gh + `","b":"4111111111111111"}`,
+			redact: func(k Kind) bool { return k == Card },
+			want:   `{"a":"` + gh + `","b":"[REDACTED:card]"}`,
+		},
+		{name: "escapes re-encoded", in: `{"t":"tab\there\u0001 \u00e9 ` + gh + `"}`, want: `{"t":"tab\there\u0001 é [REDACTED:github.token]"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, _, err := RedactJSON([]byte(tc.in), nil, tc.redact)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("RedactJSON(%s) =\n  %s\nwant\n  %s", tc.in, got, tc.want)
+			}
+			if !json.Valid(got) {
+				t.Errorf("RedactJSON output is not JSON: %s", got)
+			}
+		})
+	}
+}
+
+func TestRedactJSONErrors(t *testing.T) {
+	f := newFaker(22)
+	a, b := withChecksum("ghp_", f.pick(alnum, 30)), withChecksum("ghp_", f.pick(alnum, 30))
+	_, _, err := RedactJSON([]byte(`{"`+a+`":1,"`+b+`":2}`), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "two members named") {
+		t.Errorf("colliding member names: err = %v", err)
+	}
+	_, _, err = RedactJSON([]byte(`{"a":1,"a":2}`), nil, nil)
+	var se *args.SyntaxError
+	if !errors.As(err, &se) {
+		t.Errorf("duplicate keys: err = %v, want an args.SyntaxError", err)
+	}
+	if _, err := ScanJSON([]byte(`[1]`), nil); err == nil {
+		t.Error("ScanJSON accepted a top-level array")
+	}
+	if _, err := AppendRedacted(nil, args.Value{}, nil); err == nil {
+		t.Error("AppendRedacted accepted the zero Value")
+	}
+}
+
+func TestScanValueDeep(t *testing.T) {
+	const depth = 150
+	in := strings.Repeat(`{"a":[`, depth) + `"4111111111111111"` + strings.Repeat(`]}`, depth)
+	got, err := ScanJSON([]byte(in), &args.Limits{MaxDepth: 2*depth + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Located{{Kind: Card, Pointer: strings.Repeat("/a/0", depth)}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ScanJSON of a deep document (-want +got):\n%s", diff)
+	}
+}
+
+func TestScanValueNoAllocation(t *testing.T) {
+	var d args.Doc
+	if err := d.Decode([]byte(`{"path":"/home/a/main.go","edits":[{"old":"x := 1","new":"x := 2"}],"n":12,"ok":true}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var dst []Located
+	if n := testing.AllocsPerRun(20, func() { dst = ScanValue(d.Root(), dst[:0]) }); n != 0 {
+		t.Errorf("ScanValue of clean arguments allocates %v times", n)
+	}
+}

@@ -1,0 +1,207 @@
+package dlp
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Finding is one secret or piece of personal data in a scanned string: its kind and its
+// byte span s[Start:End]. It never holds the text itself, so a Finding may be logged and
+// recorded.
+type Finding struct {
+	Kind       Kind
+	Start, End int
+}
+
+// Scan appends to dst the findings in s, sorted by Start (then by End, longest first),
+// and returns the extended slice. It allocates nothing when it finds nothing, and runs
+// in time linear in len(s).
+//
+// Spans start and end on rune boundaries, also in invalid UTF-8. Findings may overlap:
+// a GitHub token that is the password of a URL is reported twice, and the strictest
+// [Action] of the two applies. A finding of a generic kind ([URLPassword],
+// [ConnPassword], [HTTPAuth], [ConfigSecret]: known by its key or place, not its format)
+// is dropped when its span holds a finding of a format kind: API_TOKEN=ghp_… is
+// reported as a [GitHubToken] alone.
+//
+// Scan also reads s with invisible formatting characters (zero-width spaces and joiners,
+// word joiners, soft hyphens, byte-order marks, bidirectional controls) removed, so that
+// a token split by them is found; its span then covers the invisible characters too.
+func Scan(s string, dst []Finding) []Finding {
+	base := len(dst)
+	sc := scanner{s: s, dst: dst}
+	sc.run()
+	dst = sc.dst
+	if sc.invisible {
+		dst = scanVisible(s, dst)
+	}
+	return tidy(dst, base)
+}
+
+// scanner holds the state of one pass over a string. Every matcher it calls reads a
+// bounded window or advances past what it read, which keeps the pass linear.
+type scanner struct {
+	s         string
+	dst       []Finding
+	invisible bool             // s holds an invisible formatting character
+	memo      [nSets]delimMemo // next delimiter of each set
+	strMemo   [nSets]delimMemo // end of a quoted string, by its set
+}
+
+func (sc *scanner) add(k Kind, start, end int) {
+	sc.dst = append(sc.dst, Finding{Kind: k, Start: start, End: end})
+}
+
+// run is the prefilter: one table-driven pass that stops only at the bytes a secret can
+// be anchored on, and hands each to the matchers for that byte.
+func (sc *scanner) run() {
+	s := sc.s
+	found := len(sc.dst)
+	for i := 0; i < len(s); {
+		// Skip eight bytes at a time while none is an anchor: most text is letters and
+		// spaces.
+		for i+8 <= len(s) {
+			w := s[i : i+8]
+			if anchor[w[0]]|anchor[w[1]]|anchor[w[2]]|anchor[w[3]]|anchor[w[4]]|anchor[w[5]]|anchor[w[6]]|anchor[w[7]] != 0 {
+				break
+			}
+			i += 8
+		}
+		for i < len(s) && anchor[s[i]] == 0 {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		switch anchor[s[i]] {
+		case aDigit:
+			i = sc.atDigit(i)
+		case aUpperA:
+			i = sc.atA(i)
+		case aUpperS:
+			i = sc.atS(i)
+		case aUnderscore:
+			i = sc.atUnderscore(i)
+		case aDash:
+			i = sc.atDash(i)
+		case aDot:
+			i = sc.atDot(i)
+		case aColon:
+			i = sc.atColon(i)
+		case aEquals:
+			sc.atAssign(i)
+			i++
+		case aPercent:
+			sc.atPercent(i)
+			i++
+		case aHigh:
+			if invisibleAt(s, i) > 0 {
+				sc.invisible = true
+			}
+			i++
+		}
+	}
+	if hasKind(sc.dst[found:], AWSAccessKey) {
+		sc.secretKeysNearAccessKeys(found)
+	}
+}
+
+// The anchor classes of bytes.
+const (
+	aDigit = iota + 1
+	aUpperA
+	aUpperS
+	aUnderscore
+	aDash
+	aDot
+	aColon
+	aEquals
+	aPercent
+	aHigh
+)
+
+var anchor = func() (t [256]uint8) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = aDigit
+	}
+	t['A'] = aUpperA
+	t['S'] = aUpperS
+	t['_'] = aUnderscore
+	t['-'] = aDash
+	t['.'] = aDot
+	t[':'] = aColon
+	t['='] = aEquals
+	t['%'] = aPercent
+	for _, c := range []byte{0xC2, 0xE1, 0xE2, 0xEF} {
+		t[c] = aHigh
+	}
+	return t
+}()
+
+func hasKind(fs []Finding, k Kind) bool {
+	for _, f := range fs {
+		if f.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// tidy sorts dst[base:] and drops exact duplicates and the generic findings that a
+// format finding makes redundant. It allocates nothing.
+func tidy(dst []Finding, base int) []Finding {
+	fs := dst[base:]
+	if len(fs) < 2 {
+		return dst
+	}
+	slices.SortFunc(fs, compareFindings)
+	out := fs[:0]
+	for i, f := range fs {
+		if i > 0 && f == fs[i-1] {
+			continue
+		}
+		if f.Kind.generic() && holdsFormat(fs, i) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return dst[:base+len(out)]
+}
+
+// compareFindings orders by Start, then longest first, then format kinds before
+// generic ones, then by kind name.
+func compareFindings(a, b Finding) int {
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.End, a.End); c != 0 {
+		return c
+	}
+	if ag, bg := a.Kind.generic(), b.Kind.generic(); ag != bg {
+		if ag {
+			return 1
+		}
+		return -1
+	}
+	return cmp.Compare(a.Kind, b.Kind)
+}
+
+// holdsFormat reports whether a format finding lies within the span of fs[i], in sorted
+// fs: then the format kind says what the secret is (the value of API_TOKEN=ghp_… is a
+// GitHub token), and the generic finding adds nothing. A format finding with the same
+// span sorts just before fs[i]; the others start inside it, after it. The look ahead is
+// bounded, which keeps tidy linear; past the bound, the generic finding is kept.
+func holdsFormat(fs []Finding, i int) bool {
+	g := fs[i]
+	for j := i - 1; j >= 0 && fs[j].Start == g.Start && fs[j].End == g.End; j-- {
+		if !fs[j].Kind.generic() {
+			return true
+		}
+	}
+	for j := i + 1; j < len(fs) && j <= i+64 && fs[j].Start < g.End; j++ {
+		if !fs[j].Kind.generic() && fs[j].End <= g.End {
+			return true
+		}
+	}
+	return false
+}
