@@ -14,6 +14,9 @@ package dlp
 // or touching a '.' or ',' and another digit (decimal numbers) holds no card number.
 func (sc *scanner) atDigit(i int) int {
 	s := sc.s
+	if !cardEdge(s, i-1, -1) {
+		return run(s, i, cDigit) // inside a word or a number: hex, base64, 3.14
+	}
 	const maxGroups = 8
 	var ends [maxGroups]int // end of each group
 	groups := 0
@@ -31,9 +34,6 @@ func (sc *scanner) atDigit(i int) int {
 			continue
 		}
 		break
-	}
-	if !cardEdge(s, i-1, -1) {
-		return j
 	}
 	switch {
 	case ends[0]-i >= 13:

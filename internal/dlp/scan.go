@@ -17,9 +17,9 @@ type Finding struct {
 // and returns the extended slice. It allocates nothing when it finds nothing, and runs
 // in time linear in len(s).
 //
-// Spans start and end on rune boundaries, also in invalid UTF-8. Findings may overlap:
-// a GitHub token that is the password of a URL is reported twice, and the strictest
-// [Action] of the two applies. A finding of a generic kind ([URLPassword],
+// Spans start and end on rune boundaries, also in invalid UTF-8. Findings may overlap
+// (a service-account key is both a [GCPServiceAccount] and a [PrivateKey]); the
+// strictest [Action] of those found applies. A finding of a generic kind ([URLPassword],
 // [ConnPassword], [HTTPAuth], [ConfigSecret]: known by its key or place, not its format)
 // is dropped when its span holds a finding of a format kind: API_TOKEN=ghp_… is
 // reported as a [GitHubToken] alone.
