@@ -50,17 +50,29 @@ func (s *Schema) CheckValue(root args.Value) (out []byte, clamped []string, err 
 			return nil, nil, err
 		}
 	}
-	tree, v := toTree(root, repl)
-	if v != nil {
-		return nil, nil, v.settle()
-	}
-	if err := s.sch.Validate(tree); err != nil {
-		return nil, nil, s.explain(tree, err)
+	if s.fast == nil || !s.fast.valid(root, repl) {
+		if v := s.validate(root, repl); v != nil {
+			return nil, nil, v
+		}
 	}
 	if len(repl) == 0 {
 		return nil, nil, nil
 	}
 	return encode(make([]byte, 0, len(root.Raw())+8), root, repl), clamped, nil
+}
+
+// validate is the slow path: the validator decides, on the arguments converted to
+// its tree, and the violation is explained. It decides every call the fast path does
+// not pass.
+func (s *Schema) validate(root args.Value, repl map[args.Value]string) *Violation {
+	tree, v := toTree(root, repl)
+	if v != nil {
+		return v.settle()
+	}
+	if err := s.sch.Validate(tree); err != nil {
+		return s.explain(tree, err)
+	}
+	return nil
 }
 
 // clamp finds the numbers outside their clamp's range and the text that replaces

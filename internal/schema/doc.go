@@ -73,6 +73,23 @@
 // denied, since aegis and a server reading doubles would disagree on them. Integers
 // follow the specification: 5.0 is an integer. String lengths count code points.
 //
+// # Fast path
+//
+// Compile also compiles the closed schema into a small validator of its own, when the
+// schema uses only keywords whose evaluation needs no in-place subschema: type,
+// properties, required, additionalProperties, unevaluatedProperties (as closing adds
+// it, or a schema), items as one schema, minItems, maxItems, uniqueItems, enum, const,
+// minLength, maxLength, pattern, format, the numeric bounds, multipleOf,
+// minProperties, maxProperties, dependentRequired, the boolean schemas and the
+// annotations. That covers the schemas zod and the reference servers emit. It reads
+// the decoded arguments directly, numbers as exact decimals, and passes a valid call
+// without the validator and without allocating (a format check boxes the string). A
+// call it does not pass, it hands to the validator, which decides and explains it as
+// before: the fast path can only confirm what the validator would pass. A schema with
+// $ref, allOf, anyOf, oneOf, not, if, patternProperties, propertyNames,
+// dependentSchemas, prefixItems (or a tuple items), contains or unevaluatedItems
+// anywhere has every call checked by the validator.
+//
 // # Example
 //
 //	s, err := schema.Compile(def.InputSchema, &schema.Options{

@@ -85,8 +85,8 @@ func FuzzCheck(f *testing.F) {
 }
 
 // FuzzCompile checks that Compile never panics on any schema, that its errors wrap
-// ErrCompile, and that a schema it accepts can check arguments without panicking and
-// accepts what it forwards.
+// ErrCompile, that a schema it accepts can check arguments without panicking and
+// accepts what it forwards, and that its fast path decides as the validator does.
 func FuzzCompile(f *testing.F) {
 	for _, s := range []string{
 		tool, listing, tree, anyOfModes, ifThen, refDefs, exponential,
@@ -96,6 +96,8 @@ func FuzzCompile(f *testing.F) {
 		`{"allOf":[{"properties":{"a":{}}},{"additionalProperties":true}],"patternProperties":{"^x-":{"type":"string"}}}`,
 		`{"properties":{"a":{"maxLength":1e30,"minItems":5e9}}}`,
 		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"properties":{"x":{"$ref":"#/$defs/a"}}}`,
+		`{"properties":{"a":{"type":["integer","null"],"multipleOf":0.5,"maximum":1e3},"u":{"uniqueItems":true,"items":{"enum":[1,"x",{"k":1}]}},"m":{"additionalProperties":{"const":2}}},"required":["a"]}`,
+		`{"properties":{"s":{"type":"string","minLength":1,"maxLength":3,"pattern":"^a","format":"hostname"},"o":{"properties":{"p":false},"unevaluatedProperties":{"type":"number"}}},"dependentRequired":{"s":["o"]},"maxProperties":3}`,
 	} {
 		f.Add([]byte(s), []byte(`{"path":"a","limit":5,"a":{"x":1},"name":"n","children":[]}`))
 	}
@@ -107,6 +109,8 @@ func FuzzCompile(f *testing.F) {
 			}
 			return
 		}
+		// The fast path, where the schema has one, decides as the validator does.
+		compareFastSlow(t, &fastCase{name: "fuzzed schema", s: s}, arguments)
 		out, _, err := s.Check(arguments)
 		if err != nil {
 			return

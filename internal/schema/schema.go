@@ -18,6 +18,8 @@ import (
 type Schema struct {
 	sch      *jsonschema.Schema // closed
 	unclosed *jsonschema.Schema // as declared, for explaining a denial
+	fast     *fnode             // nil: every call goes to the validator
+	slowWhy  string             // why fast is nil
 	clamps   []clamp
 	limits   *args.Limits
 }
@@ -157,6 +159,7 @@ func compile(inputSchema []byte, o *Options) (*Schema, error) {
 		return nil, err
 	}
 	s := &Schema{sch: sch, unclosed: unclosed, limits: o.Limits}
+	s.fast, s.slowWhy = compileFast(sch)
 	if s.clamps, err = compileClamps(sch, o.Clamp); err != nil {
 		return nil, err
 	}
