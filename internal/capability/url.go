@@ -3,6 +3,7 @@ package capability
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -34,7 +35,19 @@ import (
 // would: where it fails, or reads another scheme, host (compared after
 // [CanonHost]), port or file path, the error wraps [ErrAmbiguous]. Errors
 // never repeat the userinfo, path or query.
+//
+// A plain http or https URL (see plainURL) takes a fast path that reads it
+// once: both parsers are known to read such a URL alike, and to serialise
+// it as written.
 func FromURL(raw string) (Capability, error) {
+	if c, ok := plainURL(raw); ok {
+		return c, nil
+	}
+	return fromURL(raw)
+}
+
+// fromURL is FromURL for any input: the WHATWG parser, then net/url's.
+func fromURL(raw string) (Capability, error) {
 	u, err := parseURL(raw)
 	if err != nil {
 		return Capability{}, fmt.Errorf("parsing URL: %w", err)
@@ -84,6 +97,135 @@ func FromURL(raw string) (Capability, error) {
 	}
 	c.Classes = hostClasses(c.Host, c.Addr)
 	return c, nil
+}
+
+// plainURL is FromURL for a plain URL, which both parsers read alike and
+// the WHATWG serialiser writes back as it came (up to an empty path and a
+// default port), so that it needs neither parser. It reports false for any
+// other input, which takes the full path. A plain URL is, byte for byte:
+//
+//   - "http://" or "https://", in lower case: no stripped or removed
+//     bytes (spaces, controls, tabs, newlines), no backslash, no other
+//     scheme, no userinfo (the authority is only a host and a port);
+//   - a host of lower-case letters, digits and hyphens in dot-separated
+//     labels, none empty or over 63 bytes, 253 bytes at most, with no
+//     Punycode label ("xn--") and not ending in a number: a name that the
+//     host parser keeps as it is and net/url reads the same;
+//   - optionally ":" and a port of 1 to 5 digits without a leading zero,
+//     from 1 to 65535;
+//   - optionally a path starting with "/": printable ASCII that the WHATWG
+//     parser keeps as it is (none of the path percent-encode set, no "?",
+//     "#" or "\"), "%" only before two hex digits and never as "%2e" (a
+//     dot), and no "." or ".." segment, so that nothing is percent-encoded
+//     or removed, and net/url unescapes it without error;
+//   - optionally "?" and a query of printable ASCII outside the special
+//     query percent-encode set, without "#" or "\".
+//
+// FuzzPlainURL checks that the full path derives the same capability from
+// every URL this accepts.
+func plainURL(raw string) (Capability, bool) {
+	var c Capability
+	var rest string
+	switch {
+	case len(raw) > maxURLLen:
+		return c, false
+	case strings.HasPrefix(raw, "https://"):
+		c.Scheme, c.Port, rest = "https", 443, raw[len("https://"):]
+	case strings.HasPrefix(raw, "http://"):
+		c.Scheme, c.Port, rest = "http", 80, raw[len("http://"):]
+	default:
+		return c, false
+	}
+	i, label := 0, 0
+host:
+	for ; i < len(rest); i++ {
+		switch b := rest[i]; {
+		case 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-':
+			if label++; label > 63 {
+				return c, false
+			}
+		case b == '.':
+			if label == 0 {
+				return c, false
+			}
+			label = 0
+		default:
+			break host
+		}
+	}
+	c.Host, rest = rest[:i], rest[i:]
+	if label == 0 || len(c.Host) > 253 || endsInNumber(c.Host) || hasACELabel(c.Host) {
+		return c, false
+	}
+	// The serialisation is prefix, the path ("/" if empty) and the query:
+	// prefix is raw up to the host, and a port that is not the default.
+	prefix := raw[:len(raw)-len(rest)]
+	if rest != "" && rest[0] == ':' {
+		j, port := 1, 0
+		for ; j < len(rest) && j <= 5 && '0' <= rest[j] && rest[j] <= '9'; j++ {
+			port = port*10 + int(rest[j]-'0')
+		}
+		if j == 1 || rest[1] == '0' || port > 65535 || j < len(rest) && rest[j] != '/' && rest[j] != '?' {
+			return c, false
+		}
+		if uint16(port) != c.Port {
+			c.Port, prefix = uint16(port), raw[:len(raw)-len(rest)+j]
+		}
+		rest = rest[j:]
+	}
+	path, query := rest, ""
+	if q := strings.IndexByte(rest, '?'); q >= 0 {
+		path, query = rest[:q], rest[q:]
+	}
+	if path != "" && path[0] != '/' || !plainPath(path) || !plainQuery(query) {
+		return c, false
+	}
+	switch {
+	case path == "":
+		c.URL = prefix + "/" + query
+	case len(prefix)+len(rest) == len(raw):
+		c.URL = raw
+	default:
+		c.URL = prefix + rest
+	}
+	c.Kind, c.Classes = NetConnect, hostClasses(c.Host, netip.Addr{})
+	return c, true
+}
+
+// plainPath reports whether a path (empty or from "/" on) is plain: see
+// plainURL.
+func plainPath(p string) bool {
+	seg := 0 // start of the current segment
+	for i := 0; i < len(p); i++ {
+		switch b := p[i]; {
+		case b == '/':
+			if i > 0 && dotSegment(p[seg:i]) {
+				return false
+			}
+			seg = i + 1
+		case b == '%':
+			if i+2 >= len(p) || hexVal(p[i+1]) > 15 || hexVal(p[i+2]) > 15 || p[i+1] == '2' && p[i+2]|0x20 == 'e' {
+				return false
+			}
+			i += 2
+		case b <= ' ' || pathSet.has(b) || b == '\\':
+			return false
+		}
+	}
+	return !dotSegment(p[seg:])
+}
+
+func dotSegment(s string) bool { return s == "." || s == ".." }
+
+// plainQuery reports whether a query (empty or from "?" on) is plain: see
+// plainURL.
+func plainQuery(q string) bool {
+	for i := 0; i < len(q); i++ {
+		if b := q[i]; b <= ' ' || specialQuerySet.has(b) || b == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // fileCapability derives the FSRead of a file: URL.

@@ -2,6 +2,7 @@ package capability
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"net/netip"
 	"net/url"
 	"os"
@@ -400,4 +401,250 @@ func BenchmarkFromURL(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchURL is BenchmarkCheckURL's URL in package gateway.
+const benchURL = "https://api.github.com/repos/a/b/issues?state=open"
+
+// BenchmarkFromURLParts times FromURL on benchURL, and its parts: the
+// WHATWG parser and net/url's, for a profile of where FromURL's time goes.
+func BenchmarkFromURLParts(b *testing.B) {
+	b.Run("FromURL", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := FromURL(benchURL); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parseURL", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseURL(benchURL); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("net-url", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := url.Parse(benchURL); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestPlainURL checks which URLs take FromURL's fast path, and that the
+// fast path derives what the full path does. Every input that is not
+// plain must fall back: anything a runtime would rewrite (case, dot
+// segments, percent-encoding, tabs, backslashes), anything net/url could
+// read otherwise (userinfo, fragments, IP literals, odd ports), anything
+// the host parser would map (Punycode, a trailing dot, a final number).
+func TestPlainURL(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		plain bool
+		want  Capability // for plain inputs
+	}{
+		{"typical", benchURL, true, wantConn("https", "api.github.com", 443, "", Public, benchURL)},
+		{"http", "http://example.org/x", true, wantConn("http", "example.org", 80, "", Public, "http://example.org/x")},
+		{"no path", "https://example.org", true, wantConn("https", "example.org", 443, "", Public, "https://example.org/")},
+		{"query, no path", "https://example.org?q=1", true, wantConn("https", "example.org", 443, "", Public, "https://example.org/?q=1")},
+		{"explicit port", "https://example.org:8443/x", true, wantConn("https", "example.org", 8443, "", Public, "https://example.org:8443/x")},
+		{"explicit default port", "https://example.org:443/x", true, wantConn("https", "example.org", 443, "", Public, "https://example.org/x")},
+		{"explicit http port", "http://example.org:80", true, wantConn("http", "example.org", 80, "", Public, "http://example.org/")},
+		{"internal name", "http://db.internal/x", true, wantConn("http", "db.internal", 80, "", InternalName, "http://db.internal/x")},
+		{"single label", "http://intranet/", true, wantConn("http", "intranet", 80, "", InternalName, "http://intranet/")},
+		{"localhost", "http://localhost:8080/", true, wantConn("http", "localhost", 8080, "", Loopback, "http://localhost:8080/")},
+		{"metadata name", "http://metadata.google.internal/computeMetadata/v1/", true,
+			wantConn("http", "metadata.google.internal", 80, "", Metadata|InternalName, "http://metadata.google.internal/computeMetadata/v1/")},
+		{"query with percent and slashes", "https://x.com/a?q=a%20b&r=/c/../d", true, wantConn("https", "x.com", 443, "", Public, "https://x.com/a?q=a%20b&r=/c/../d")},
+		{"path escapes", "https://x.com/a%20b/%41", true, wantConn("https", "x.com", 443, "", Public, "https://x.com/a%20b/%41")},
+		{"dots inside segments", "https://x.com/.well-known/a..b/...", true, wantConn("https", "x.com", 443, "", Public, "https://x.com/.well-known/a..b/...")},
+		{"empty segments", "https://x.com//a//", true, wantConn("https", "x.com", 443, "", Public, "https://x.com//a//")},
+		{"at in path", "https://x.com/@evil.com", true, wantConn("https", "x.com", 443, "", Public, "https://x.com/@evil.com")},
+		{"at in query", "https://x.com?@evil.com", true, wantConn("https", "x.com", 443, "", Public, "https://x.com/?@evil.com")},
+		{"hyphens", "https://-a-.b-/", true, wantConn("https", "-a-.b-", 443, "", Public, "https://-a-.b-/")},
+
+		{"upper-case host", "https://API.github.com/", false, Capability{}},
+		{"upper-case scheme", "HTTPS://api.github.com/", false, Capability{}},
+		{"trailing dot", "https://x.com./", false, Capability{}},
+		{"empty label", "https://x..com/", false, Capability{}},
+		{"leading dot", "https://.x.com/", false, Capability{}},
+		{"empty host", "https:///x", false, Capability{}},
+		{"ends in number", "http://foo.0x7f/", false, Capability{}},
+		{"ipv4", "http://127.0.0.1/", false, Capability{}},
+		{"short ipv4", "http://127.1/", false, Capability{}},
+		{"ipv6", "http://[::1]/", false, Capability{}},
+		{"punycode", "http://xn--nxasmq6b.com/", false, Capability{}},
+		{"long label", "http://" + strings.Repeat("a", 64) + ".com/", false, Capability{}},
+		{"long name", "http://" + strings.Repeat("a.", 127) + "com/", false, Capability{}},
+		{"underscore", "http://a_b.com/", false, Capability{}},
+		{"userinfo", "https://user@x.com/", false, Capability{}},
+		{"userinfo with password", "https://u:p@x.com/", false, Capability{}},
+		{"backslash", `http://x.com\@evil.com/`, false, Capability{}},
+		{"backslash in path", `http://x.com/a\b`, false, Capability{}},
+		{"fragment", "https://x.com/#f", false, Capability{}},
+		{"tab", "https://x.com/\ta", false, Capability{}},
+		{"newline in host", "https://x.com\n.evil/", false, Capability{}},
+		{"leading space", " https://x.com/", false, Capability{}},
+		{"trailing space", "https://x.com/ ", false, Capability{}},
+		{"space in path", "https://x.com/a b", false, Capability{}},
+		{"non-ascii path", "https://x.com/é", false, Capability{}},
+		{"non-ascii host", "https://bücher.de/", false, Capability{}},
+		{"dot segment", "https://x.com/a/./b", false, Capability{}},
+		{"dot dot segment", "https://x.com/a/../b", false, Capability{}},
+		{"final dot dot", "https://x.com/a/..", false, Capability{}},
+		{"encoded dot", "https://x.com/a/%2e/b", false, Capability{}},
+		{"encoded dot upper", "https://x.com/%2E%2E/b", false, Capability{}},
+		{"bad escape", "https://x.com/%zz", false, Capability{}},
+		{"short escape", "https://x.com/a%4", false, Capability{}},
+		{"encoded in host", "https://x%2ecom/", false, Capability{}},
+		{"quote in path", `https://x.com/"`, false, Capability{}},
+		{"caret in path", "https://x.com/^", false, Capability{}},
+		{"brace in path", "https://x.com/{", false, Capability{}},
+		{"apostrophe in query", "https://x.com/?a'b", false, Capability{}},
+		{"angle in query", "https://x.com/?a<b", false, Capability{}},
+		{"port zero", "http://x.com:0/", false, Capability{}},
+		{"port leading zero", "http://x.com:0443/", false, Capability{}},
+		{"port too big", "http://x.com:65536/", false, Capability{}},
+		{"port empty", "http://x.com:/", false, Capability{}},
+		{"port letters", "http://x.com:8o/", false, Capability{}},
+		{"two ports", "http://x.com:80:81/", false, Capability{}},
+		{"one slash", "http:/x.com/", false, Capability{}},
+		{"no slashes", "http:x.com/", false, Capability{}},
+		{"three slashes", "http:///x.com/", false, Capability{}},
+		{"other scheme", "wss://x.com/", false, Capability{}},
+		{"file", "file:///etc/passwd", false, Capability{}},
+		{"too long", "http://x.com/" + strings.Repeat("a", maxURLLen), false, Capability{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, plain := plainURL(tt.in)
+			if plain != tt.plain {
+				t.Fatalf("plainURL(%q) plain = %v, want %v", tt.in, plain, tt.plain)
+			}
+			full, err := fromURL(tt.in)
+			if !plain {
+				// The full path decides: FromURL must say what it says.
+				c, ferr := FromURL(tt.in)
+				if (err == nil) != (ferr == nil) || cmp.Diff(full, c, netipAddrCmp) != "" {
+					t.Errorf("FromURL(%q) = %+v, %v; the full path says %+v, %v", tt.in, c, ferr, full, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("plainURL accepts %q, which the full path refuses: %v", tt.in, err)
+			}
+			if diff := cmp.Diff(tt.want, got, netipAddrCmp); diff != "" {
+				t.Errorf("plainURL(%q) mismatch (-want +got):\n%s", tt.in, diff)
+			}
+			if diff := cmp.Diff(full, got, netipAddrCmp); diff != "" {
+				t.Errorf("plainURL(%q) differs from the full path (-full +plain):\n%s", tt.in, diff)
+			}
+		})
+	}
+}
+
+// FuzzPlainURL holds the fast path to the full one: whatever plainURL
+// accepts, the full path (the WHATWG parser and net/url's) must accept and
+// derive the same capability from.
+func FuzzPlainURL(f *testing.F) {
+	for _, s := range []string{
+		benchURL, "http://x.com", "https://x.com:8443/a?b", "https://x.com:443", "http://a.b/.well-known/%41?q=%zz",
+		"https://x.com/a/../b", "https://x.com/%2e", "http://127.1/", "http://x.com./", "https://u@x.com/",
+		"https://x.com?a@b", "http://-a-.b-/", "https://x.com//", "http://x.com:0/", "http://foo.0x7f/",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		c, ok := plainURL(raw)
+		if !ok {
+			return
+		}
+		full, err := fromURL(raw)
+		if err != nil {
+			t.Fatalf("plainURL accepts %q, which the full path refuses: %v", raw, err)
+		}
+		if diff := cmp.Diff(full, c, netipAddrCmp); diff != "" {
+			t.Fatalf("plainURL(%q) differs from the full path (-full +plain):\n%s", raw, diff)
+		}
+	})
+}
+
+// TestPlainURLShapes is FuzzPlainURL on URL-shaped random inputs, which a
+// byte fuzzer seldom makes: schemes, hosts, ports, paths and queries drawn
+// from every ASCII byte and a few others, so that the edges of the plain
+// class (each byte it takes or refuses, in each part) are crossed often.
+func TestPlainURLShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	chars := func(alphabet string, max int) string {
+		var b strings.Builder
+		for range r.IntN(max + 1) {
+			b.WriteByte(alphabet[r.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	var ascii strings.Builder
+	for c := range 128 {
+		ascii.WriteByte(byte(c))
+	}
+	ascii.WriteString("\x80\xff")
+	all := ascii.String()
+	hostish := "abcxyz0129-.-.AZ_%:@[]"
+	pathish := "abc019/./..%2eE%41fz-_~!$&'()*+,;=:@|[]^`{}\"<>\\ #?"
+	cleanHost := "abcxyz0129-.-."
+	cleanPath := "abc019/./..%2eE%41fz-_~!$&()*+,;=:@|[]`"
+	n, plain := 20000, 0
+	if testing.Short() {
+		n = 2000
+	}
+	for range n {
+		var b strings.Builder
+		b.WriteString(pick("http://", "https://", "http://", "https://", "http://", "https://", "HTTP://", "http:/", "https:", "ws://", "http:///"))
+		hosts, paths := hostish, pathish
+		if r.IntN(2) == 0 {
+			hosts, paths = cleanHost, cleanPath
+		}
+		switch r.IntN(6) {
+		case 0:
+			b.WriteString(chars(all, 12))
+		case 1:
+			b.WriteString(pick("127.0.0.1", "127.1", "0x7f.1", "[::1]", "x.0x7f", "xn--nxasmq6b.com", "a.b.", "localhost", "metadata.google.internal"))
+		default:
+			b.WriteString(chars(hosts, 14))
+		}
+		if r.IntN(3) == 0 {
+			b.WriteString(":" + pick("", "0", "80", "443", "0443", "8080", "65535", "65536", "123456", "8o", chars("0123456789:", 6)))
+		}
+		if r.IntN(4) != 0 {
+			b.WriteString("/" + chars(paths, 16))
+		}
+		if r.IntN(3) == 0 {
+			b.WriteString("?" + chars(paths, 10))
+		}
+		if r.IntN(8) == 0 {
+			b.WriteString(chars(all, 3))
+		}
+		raw := b.String()
+		c, ok := plainURL(raw)
+		if !ok {
+			continue
+		}
+		plain++
+		full, err := fromURL(raw)
+		if err != nil {
+			t.Fatalf("plainURL accepts %q, which the full path refuses: %v", raw, err)
+		}
+		if diff := cmp.Diff(full, c, netipAddrCmp); diff != "" {
+			t.Fatalf("plainURL(%q) differs from the full path (-full +plain):\n%s", raw, diff)
+		}
+	}
+	if plain < n/20 {
+		t.Errorf("only %d of %d inputs were plain: the generator no longer tests the fast path", plain, n)
+	}
+	t.Logf("%d of %d inputs were plain, and derived alike", plain, n)
 }
