@@ -797,3 +797,32 @@ func TestFastPathAllocs(t *testing.T) {
 		})
 	}
 }
+
+// TestFastPathDefers shows the calls the fast path leaves to the validator although
+// they pass: uniqueness past its comparison budget. The decision is the validator's.
+func TestFastPathDefers(t *testing.T) {
+	s := mustCompile(t, `{"properties":{"u":{"type":"array","uniqueItems":true}}}`, nil)
+	items := make([]string, 200)
+	for i := range items {
+		items[i] = strconv.Itoa(i)
+	}
+	strs := make([]string, 21)
+	for i := range strs {
+		strs[i] = `"` + strings.Repeat("x", 40_000) + strconv.Itoa(i) + `"`
+	}
+	for _, a := range []string{
+		`{"u":[` + strings.Join(items, ",") + `]}`,
+		`{"u":[` + strings.Join(strs, ",") + `]}`,
+	} {
+		var d args.Doc
+		if err := d.Decode([]byte(a), nil); err != nil {
+			t.Fatal(err)
+		}
+		if s.fast.valid(d.Root(), nil) {
+			t.Errorf("%.40s…: the fast path decided past its budget", a)
+		}
+		if _, _, err := s.CheckValue(d.Root()); err != nil {
+			t.Errorf("%.40s…: %v", a, err)
+		}
+	}
+}
