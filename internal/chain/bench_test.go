@@ -159,6 +159,16 @@ func BenchmarkDecodeEntry(b *testing.B) {
 			}
 		}
 	})
+	b.Run("scan", func(b *testing.B) {
+		b.ReportAllocs()
+		var x Entry
+		ar := new(arena)
+		for b.Loop() {
+			if _, err := decodeEntryIn(line, &x, ar); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("validate", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

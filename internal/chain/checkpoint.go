@@ -76,21 +76,28 @@ func appendCheckpoint(dst []byte, c *checkpoint) []byte {
 	return append(dst, "\"}\n"...)
 }
 
+// The keys of a checkpoint line that an entry line does not have.
+var (
+	kCheckpoint = newKey(`{"checkpoint":`)
+	kKey        = newKey(`","key":"`)
+	kSig        = newKey(`","sig":"`)
+)
+
 // decodeCheckpoint reads a stored checkpoint line (without its newline).
 func decodeCheckpoint(line []byte) (c checkpoint, err error) {
 	d := decoder{b: line}
-	d.lit(`{"checkpoint":`)
+	d.lit(kCheckpoint)
 	c.seq = d.uint(MaxSeq)
 	if d.err == nil && c.seq == 0 {
 		d.fail("checkpoint 0: sequence numbers start at 1")
 	}
-	d.lit(`,"hash":"`)
+	d.lit(kHash)
 	c.hash = d.hex32()
-	d.lit(`","key":"`)
+	d.lit(kKey)
 	d.hexInto(c.key[:])
-	d.lit(`","sig":"`)
+	d.lit(kSig)
 	d.hexInto(c.sig[:])
-	d.lit(`"}`)
+	d.lit(kEnd)
 	if d.err == nil && d.i != len(line) {
 		d.fail("trailing bytes after the checkpoint")
 	}

@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -25,8 +26,7 @@ type decoder struct {
 	b     []byte
 	i     int
 	build bool
-	s     string // string(b), made once when building, for substrings
-	ar    *arena // if set, slices are carved from it
+	ar    *arena // slices are carved from it and strings interned, if set
 	err   *errSyntax
 }
 
@@ -37,37 +37,87 @@ func (d *decoder) fail(what string) bool {
 	return false
 }
 
-// lit consumes the literal s. It is small enough to inline, so that the
-// comparison is against a constant. (After an error it may still match;
-// the error stands.)
-func (d *decoder) lit(s string) bool {
+// A key is a literal of the stored form, a key with its punctuation such
+// as `,"bound":`, kept as little-endian words and masks so that matching it
+// takes three loads and compares instead of a call to memequal.
+type key struct {
+	s    string
+	w, m [3]uint64
+}
+
+// newKey makes the key for s, at most 24 bytes.
+func newKey(s string) *key {
+	if len(s) > 24 {
+		panic("chain: key literal longer than 24 bytes: " + s)
+	}
+	k := &key{s: s}
+	for i := 0; i < len(s); i++ {
+		k.w[i/8] |= uint64(s[i]) << (8 * (i % 8))
+		k.m[i/8] |= 0xff << (8 * (i % 8))
+	}
+	return k
+}
+
+// lit consumes the literal k. (After an error it may still match; the
+// error stands.)
+func (d *decoder) lit(k *key) bool {
+	if b := d.b[d.i:]; len(b) >= 24 &&
+		(binary.LittleEndian.Uint64(b)^k.w[0])&k.m[0]|
+			(binary.LittleEndian.Uint64(b[8:])^k.w[1])&k.m[1]|
+			(binary.LittleEndian.Uint64(b[16:])^k.w[2])&k.m[2] == 0 {
+		d.i += len(k.s)
+		return true
+	}
+	return d.litSlow(k.s)
+}
+
+// litSlow is lit near the end of the line, where there are not three
+// words left to load, and on a mismatch.
+func (d *decoder) litSlow(s string) bool {
 	if len(d.b)-d.i >= len(s) && string(d.b[d.i:d.i+len(s)]) == s {
 		d.i += len(s)
 		return true
 	}
-	return d.litFail(s)
-}
-
-func (d *decoder) litFail(s string) bool {
 	if d.err != nil {
 		return false
 	}
 	return d.fail(fmt.Sprintf("want %q", s))
 }
 
+// char consumes the byte c.
+func (d *decoder) char(c byte) bool {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return d.litSlow(string(rune(c)))
+}
+
 func (d *decoder) peek(c byte) bool { return d.err == nil && d.i < len(d.b) && d.b[d.i] == c }
 
 // str reads a canonical string and returns it (or "" when not building).
 func (d *decoder) str() string {
-	if d.err != nil {
-		return ""
-	}
-	if !d.peek('"') {
+	b, i := d.b, d.i
+	if d.err != nil || i >= len(b) || b[i] != '"' {
 		d.fail("want a string")
 		return ""
 	}
-	start := d.i + 1
-	i := start
+	start := i + 1
+	end := start + plainRun(b[start:])
+	if end < len(b) && b[end] == '"' {
+		// The usual string: printable ASCII without escapes.
+		d.i = end + 1
+		if !d.build {
+			return ""
+		}
+		return d.ar.str(b, start, end)
+	}
+	return d.strSlow(start, end)
+}
+
+// strSlow is str for a string with escapes or non-ASCII characters, from
+// end, the first byte that is not plain.
+func (d *decoder) strSlow(start, i int) string {
 	esc := false
 	ascii := true
 	b := d.b
@@ -135,7 +185,7 @@ func (d *decoder) str() string {
 		return ""
 	}
 	if !esc {
-		return d.s[start:i]
+		return d.ar.str(b, start, i)
 	}
 	return unescape(raw)
 }
@@ -182,7 +232,7 @@ func unescape(raw []byte) string {
 
 // strs reads an array of strings; empty arrays give nil.
 func (d *decoder) strs() []string {
-	if !d.lit("[") {
+	if !d.char('[') {
 		return nil
 	}
 	if d.peek(']') {
@@ -210,7 +260,7 @@ func (d *decoder) strs() []string {
 			d.i++
 			continue
 		}
-		d.lit("]")
+		d.char(']')
 		if d.ar != nil {
 			d.ar.strs = out
 			return out[start:len(out):len(out)]
@@ -285,7 +335,7 @@ func (d *decoder) hex32() (v Digest) {
 
 // optDigest reads "" or a quoted non-zero digest.
 func (d *decoder) optDigest() (v Digest) {
-	if !d.lit(`"`) {
+	if !d.char('"') {
 		return v
 	}
 	if d.peek('"') {
@@ -296,34 +346,52 @@ func (d *decoder) optDigest() (v Digest) {
 	if d.err == nil && v.IsZero() {
 		d.fail(`an absent digest is "", not zeros`)
 	}
-	d.lit(`"`)
+	d.char('"')
 	return v
 }
 
-// word reads a quoted string that must be one of words (or "" if empty is
-// allowed) and returns the matching constant, so no allocation is needed.
-func (d *decoder) word(empty bool, words []string) string {
-	if !d.lit(`"`) {
+// decision reads a quoted decision, or "" when empty is allowed, and
+// returns the matching constant, so no allocation is needed.
+func (d *decoder) decision(empty bool) string {
+	if d.err != nil {
 		return ""
 	}
-	if empty && d.peek('"') {
-		d.i++
+	b := d.b[d.i:]
+	switch {
+	case len(b) >= 7 && string(b[:7]) == `"allow"`:
+		d.i += 7
+		return Allow
+	case len(b) >= 6 && string(b[:6]) == `"deny"`:
+		d.i += 6
+		return Deny
+	case len(b) >= 5 && string(b[:5]) == `"ask"`:
+		d.i += 5
+		return Ask
+	case empty && len(b) >= 2 && string(b[:2]) == `""`:
+		d.i += 2
 		return ""
 	}
-	for _, w := range words {
-		if len(d.b)-d.i > len(w) && string(d.b[d.i:d.i+len(w)]) == w && d.b[d.i+len(w)] == '"' {
-			d.i += len(w) + 1
-			return w
-		}
-	}
-	d.fail(fmt.Sprintf("want one of %q", words))
+	d.fail(`want "allow", "deny" or "ask"`)
 	return ""
 }
 
-var (
-	decisionWords = []string{Allow, Deny, Ask}
-	modeWords     = []string{Enforce, Shadow}
-)
+// mode reads a quoted mode.
+func (d *decoder) mode() string {
+	if d.err != nil {
+		return ""
+	}
+	b := d.b[d.i:]
+	switch {
+	case len(b) >= 9 && string(b[:9]) == `"enforce"`:
+		d.i += 9
+		return Enforce
+	case len(b) >= 8 && string(b[:8]) == `"shadow"`:
+		d.i += 8
+		return Shadow
+	}
+	d.fail(`want "enforce" or "shadow"`)
+	return ""
+}
 
 // timestamp reads timeLayout (no quotes).
 func (d *decoder) timestamp() time.Time {
@@ -373,9 +441,40 @@ var monthDays = [13]uint8{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 // capKeys are a capability's keys in canonical order.
 var capKeys = [...]string{"argv", "command", "host", "id", "id_kind", "kind", "path", "port", "program", "scheme", "shell", "url"}
 
+// capKey returns the index of name in capKeys, or -1.
+func capKey(name []byte) int {
+	switch string(name) {
+	case "argv":
+		return 0
+	case "command":
+		return 1
+	case "host":
+		return 2
+	case "id":
+		return 3
+	case "id_kind":
+		return 4
+	case "kind":
+		return 5
+	case "path":
+		return 6
+	case "port":
+		return 7
+	case "program":
+		return 8
+	case "scheme":
+		return 9
+	case "shell":
+		return 10
+	case "url":
+		return 11
+	}
+	return -1
+}
+
 // capability reads one capability object into c (when building).
 func (d *decoder) capability(c *Cap) {
-	if !d.lit("{") {
+	if !d.char('{') {
 		return
 	}
 	last := -1
@@ -385,28 +484,28 @@ func (d *decoder) capability(c *Cap) {
 			d.i++
 			break
 		}
-		if n > 0 && !d.lit(",") {
+		if n > 0 && !d.char(',') {
 			return
 		}
-		if !d.lit(`"`) {
+		if !d.char('"') {
 			return
+		}
+		j := d.i
+		for j < len(d.b) && (d.b[j] >= 'a' && d.b[j] <= 'z' || d.b[j] == '_') {
+			j++
 		}
 		k := -1
-		for j := last + 1; j < len(capKeys); j++ {
-			key := capKeys[j]
-			if len(d.b)-d.i > len(key)+1 && string(d.b[d.i:d.i+len(key)]) == key && d.b[d.i+len(key)] == '"' && d.b[d.i+len(key)+1] == ':' {
-				k = j
-				d.i += len(key) + 2
-				break
-			}
+		if j+1 < len(d.b) && d.b[j] == '"' && d.b[j+1] == ':' {
+			k = capKey(d.b[d.i:j])
 		}
-		if k < 0 {
+		if k <= last {
 			d.fail("want a capability key in canonical order (argv command host id id_kind kind path port program scheme shell url)")
 			return
 		}
 		last = k
-		switch capKeys[k] {
-		case "argv":
+		d.i = j + 2
+		switch k {
+		case 0: // argv
 			at := d.i
 			v := d.strs()
 			if d.err == nil && d.b[at+1] == ']' {
@@ -417,16 +516,18 @@ func (d *decoder) capability(c *Cap) {
 			if d.build {
 				c.Argv = v
 			}
-		case "port":
+		case 7: // port
 			v := d.uint(65535)
 			if d.err == nil && v == 0 {
 				d.fail("port 0 is omitted")
 			}
 			c.Port = uint16(v)
-		case "shell":
-			if !d.lit("true") {
+		case 10: // shell
+			if d.err != nil || len(d.b)-d.i < 4 || string(d.b[d.i:d.i+4]) != "true" {
+				d.fail("want true (shell false is omitted)")
 				return
 			}
+			d.i += 4
 			c.Shell = true
 		default:
 			if d.peek('"') && d.i+1 < len(d.b) && d.b[d.i+1] == '"' {
@@ -434,24 +535,24 @@ func (d *decoder) capability(c *Cap) {
 				return
 			}
 			s := d.str()
-			switch capKeys[k] {
-			case "command":
+			switch k {
+			case 1:
 				c.Command = s
-			case "host":
+			case 2:
 				c.Host = s
-			case "id":
+			case 3:
 				c.ID = s
-			case "id_kind":
+			case 4:
 				c.IDKind = s
-			case "kind":
+			case 5:
 				c.Kind, hasKind = s, true
-			case "path":
+			case 6:
 				c.Path = s
-			case "program":
+			case 8:
 				c.Program = s
-			case "scheme":
+			case 9:
 				c.Scheme = s
-			case "url":
+			case 11:
 				c.URL = s
 			}
 		}

@@ -127,23 +127,18 @@ func (d *Digest) UnmarshalText(b []byte) error {
 }
 
 // parseHex32 decodes exactly 64 lower-case hex digits, eight at a time
-// (see hex8 in swar.go, which this inlines by hand for speed).
+// (see hexWord in swar.go).
 func parseHex32(b []byte) (d Digest, ok bool) {
 	if len(b) != 64 {
 		return d, false
 	}
 	var bad uint64
 	for i := range 8 {
-		x := binary.LittleEndian.Uint64(b[8*i:])
-		letter := geq(x, 'a') & leq(x, 'f')
-		bad |= x | ^(geq(x, '0')&leq(x, '9') | letter)
-		nib := x&(ones*0x0f) + (letter>>7)*9
-		t := (nib&0x000f000f000f000f)<<4 | (nib>>8)&0x000f000f000f000f
-		t = (t | t>>8) & 0x0000ffff0000ffff
-		t = (t | t>>16) & 0xffffffff
-		binary.LittleEndian.PutUint32(d[4*i:], uint32(t))
+		v, w := hexWord(binary.LittleEndian.Uint64(b[8*i:]))
+		bad |= w
+		binary.LittleEndian.PutUint32(d[4*i:], uint32(v))
 	}
-	return d, bad&highs == 0
+	return d, bad == 0
 }
 
 // unhex maps a lower-case hex digit to its value and every other byte to 0xff.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,6 +255,18 @@ func FuzzScan(f *testing.F) {
 		var be *BreakError
 		if err != nil && !errors.As(err, &be) {
 			t.Fatalf("Scan: %v is neither nil nor a BreakError", err)
+		}
+		// ScanMap passes on the same entries, each with its own result,
+		// and stops with the same error.
+		var mapped uint64
+		merr := ScanMap(dir, func(e *Entry) uint64 { return e.Seq }, func(e *Entry, seq uint64) error {
+			if mapped++; seq != e.Seq || e.Seq != mapped {
+				t.Fatalf("ScanMap passed seq %d with the result for %d, want seq %d", e.Seq, seq, mapped)
+			}
+			return nil
+		})
+		if mapped != next-1 || fmt.Sprint(merr) != fmt.Sprint(err) {
+			t.Fatalf("Scan: %d entries, %v; ScanMap: %d entries, %v", next-1, err, mapped, merr)
 		}
 	})
 }

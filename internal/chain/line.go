@@ -2,6 +2,7 @@ package chain
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 )
 
@@ -16,28 +17,54 @@ type entryFacts struct {
 	body []byte // the line less `,"hash":"…"}`: canonical encoding minus its '}'
 }
 
+// The keys of an entry line, in order.
+var (
+	kArgsHash       = newKey(`{"args_hash":`)
+	kBound          = newKey(`,"bound":`)
+	kCaps           = newKey(`,"caps":[`)
+	kDecision       = newKey(`,"decision":`)
+	kEnvelope       = newKey(`,"envelope":`)
+	kMode           = newKey(`,"mode":`)
+	kOrigin         = newKey(`,"origin":`)
+	kPolicyHash     = newKey(`,"policy_hash":`)
+	kPrev           = newKey(`,"prev":"`)
+	kPrincipal      = newKey(`","principal":`)
+	kReason         = newKey(`,"reason":`)
+	kRoles          = newKey(`,"roles":`)
+	kRules          = newKey(`,"rules":`)
+	kSeq            = newKey(`,"seq":`)
+	kServer         = newKey(`,"server":`)
+	kSession        = newKey(`,"session":`)
+	kTaint          = newKey(`,"taint":`)
+	kTier           = newKey(`,"tier":`)
+	kTime           = newKey(`,"time":"`)
+	kTool           = newKey(`","tool":`)
+	kToolSchemaHash = newKey(`,"tool_schema_hash":`)
+	kV              = newKey(`,"v":`)
+	kWould          = newKey(`,"would":`)
+	kHash           = newKey(`,"hash":"`)
+	kEnd            = newKey(`"}`)
+)
+
 // decodeEntry reads a stored entry line (without its newline). With e
 // non-nil it fills e; otherwise it only validates.
 func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 	return decodeEntryIn(line, e, nil)
 }
 
-// decodeEntryIn is decodeEntry carving e's slices from ar, when ar is not
-// nil.
+// decodeEntryIn is decodeEntry carving e's slices from ar and interning its
+// strings there, when ar is not nil.
 func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 	d := decoder{b: line, build: e != nil, ar: ar}
-	if d.build {
-		d.s = string(line)
-	}
 	var x Entry
 	if e == nil {
 		e = &x
 	}
-	d.lit(`{"args_hash":`)
+	d.lit(kArgsHash)
 	e.ArgsHash = d.optDigest()
-	d.lit(`,"bound":`)
+	d.lit(kBound)
 	e.Bound = d.boolean()
-	d.lit(`,"caps":[`)
+	d.lit(kCaps)
 	e.Caps = nil
 	if d.peek(']') {
 		d.i++
@@ -55,63 +82,63 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 				d.i++
 				continue
 			}
-			d.lit("]")
+			d.char(']')
 			break
 		}
 	}
-	d.lit(`,"decision":`)
-	e.Decision = d.word(false, decisionWords)
-	d.lit(`,"envelope":`)
+	d.lit(kDecision)
+	e.Decision = d.decision(false)
+	d.lit(kEnvelope)
 	e.Envelope = d.optDigest()
-	d.lit(`,"mode":`)
-	e.Mode = d.word(false, modeWords)
-	d.lit(`,"origin":`)
+	d.lit(kMode)
+	e.Mode = d.mode()
+	d.lit(kOrigin)
 	e.Origin = d.str()
-	d.lit(`,"policy_hash":`)
+	d.lit(kPolicyHash)
 	e.PolicyHash = d.optDigest()
-	d.lit(`,"prev":"`)
+	d.lit(kPrev)
 	e.Prev = d.hex32()
-	d.lit(`","principal":`)
+	d.lit(kPrincipal)
 	e.Principal = d.str()
-	d.lit(`,"reason":`)
+	d.lit(kReason)
 	e.Reason = d.str()
-	d.lit(`,"roles":`)
+	d.lit(kRoles)
 	e.Roles = d.strs()
-	d.lit(`,"rules":`)
+	d.lit(kRules)
 	e.Rules = d.strs()
-	d.lit(`,"seq":`)
+	d.lit(kSeq)
 	e.Seq = d.uint(MaxSeq)
 	if d.err == nil && e.Seq == 0 {
 		d.fail("seq 0: sequence numbers start at 1")
 	}
-	d.lit(`,"server":`)
+	d.lit(kServer)
 	e.Server = d.str()
-	d.lit(`,"session":`)
+	d.lit(kSession)
 	e.Session = d.str()
-	d.lit(`,"taint":`)
+	d.lit(kTaint)
 	e.Taint = d.boolean()
-	d.lit(`,"tier":`)
+	d.lit(kTier)
 	e.Tier = d.str()
-	d.lit(`,"time":"`)
+	d.lit(kTime)
 	e.Time = d.timestamp()
-	d.lit(`","tool":`)
+	d.lit(kTool)
 	e.Tool = d.str()
-	d.lit(`,"tool_schema_hash":`)
+	d.lit(kToolSchemaHash)
 	e.ToolSchemaHash = d.optDigest()
-	d.lit(`,"v":`)
+	d.lit(kV)
 	if v := d.uint(MaxSeq); d.err == nil && v != Version {
 		d.fail(fmt.Sprintf("format version %d, want %d", v, Version))
 	}
 	e.V = Version
-	d.lit(`,"would":`)
-	e.Would = d.word(true, decisionWords)
+	d.lit(kWould)
+	e.Would = d.decision(true)
 	if d.err == nil && e.Would == e.Decision {
 		d.fail("would equal to decision is written as \"\"")
 	}
 	bodyEnd := d.i
-	d.lit(`,"hash":"`)
+	d.lit(kHash)
 	e.Hash = d.hex32()
-	d.lit(`"}`)
+	d.lit(kEnd)
 	if d.err == nil && d.i != len(line) {
 		d.fail("trailing bytes after the entry")
 	}
@@ -185,11 +212,49 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 
 // arena hands out the slices of decoded entries (roles, rules, caps) from
 // shared backing arrays, so a scan does not allocate three slices per
-// entry. A slice it gave out stays valid: the arena moves on to a new array
-// when one is full. It is not safe for concurrent use.
+// entry, and interns their strings. A slice it gave out stays valid: the
+// arena moves on to a new array when one is full. It is not safe for
+// concurrent use. A nil arena allocates each slice and string.
 type arena struct {
 	strs []string
 	caps []Cap
+	// interned holds recent strings by a hash of their bytes. Most strings
+	// of an entry repeat from entry to entry (server, tool, principal,
+	// roles, rules, reason, kinds); interning them spares a copy per entry
+	// and most of the garbage a scan would otherwise make.
+	interned [1024]internedString
+}
+
+type internedString struct {
+	s           string
+	first, last uint64 // the first and last 8 bytes of s, as in arena.str
+}
+
+// maxInterned is the length above which strings are not interned: long
+// strings seldom repeat.
+const maxInterned = 128
+
+// str returns b[start:end] as a string, interned when it is short.
+func (a *arena) str(b []byte, start, end int) string {
+	n := end - start
+	if a == nil || n > maxInterned || n == 0 || len(b)-start < 8 {
+		return string(b[start:end])
+	}
+	// The first and last 8 bytes, which for a string shorter than 8 are
+	// its bytes (the line goes on after it; those bytes are masked out),
+	// and for one up to 16 bytes long cover it.
+	first := binary.LittleEndian.Uint64(b[start:])
+	last := binary.LittleEndian.Uint64(b[max(end-8, start):])
+	if n < 8 {
+		first &= 1<<(8*n) - 1
+		last = first
+	}
+	// A collision only costs a copy.
+	is := &a.interned[(first*0x9e3779b97f4a7c15^last*0xc2b2ae3d27d4eb4f^uint64(n))>>54]
+	if len(is.s) != n || is.first != first || is.last != last || n > 16 && is.s != string(b[start:end]) {
+		*is = internedString{string(b[start:end]), first, last}
+	}
+	return is.s
 }
 
 const arenaLen = 4096

@@ -1,6 +1,9 @@
 package chain
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Word-at-a-time helpers for the decoder's two hot loops: hex digests
 // (six per entry) and string bodies. Each looks at eight bytes per step and
@@ -21,40 +24,42 @@ func leq(x uint64, n byte) uint64 { return ^(x + ones*uint64(0x7f-n)) & highs }
 
 // hex8 decodes 8 lower-case hex digits into 4 bytes of dst.
 func hex8(dst []byte, src []byte) bool {
-	x := binary.LittleEndian.Uint64(src)
-	if x&highs != 0 {
-		return false
-	}
-	digit := geq(x, '0') & leq(x, '9')
-	letter := geq(x, 'a') & leq(x, 'f')
-	if digit|letter != highs {
-		return false
-	}
-	// Each byte's value: its low nibble, plus 9 for a letter.
-	nib := x&(ones*0x0f) + (letter>>7)*9
-	// Pair the bytes: lane k of 16 bits gets byte 2k<<4 | byte 2k+1.
-	t := (nib&0x000f000f000f000f)<<4 | (nib>>8)&0x000f000f000f000f
+	v, bad := hexWord(binary.LittleEndian.Uint64(src))
+	binary.LittleEndian.PutUint32(dst, uint32(v))
+	return bad == 0
+}
+
+// hexWord decodes the 8 hex digits in x, the first in its low byte, into
+// the low 4 bytes of v, the first digit in the high nibble of the low byte.
+// bad is zero exactly when all 8 are lower-case hex digits.
+//
+// It computes each digit's value n from the low nibble (plus 9 when bit 6
+// is set, as in 'a'-'f'), then spells n back: a byte is a lower-case hex
+// digit exactly when n < 16 and the spelling is the byte. No step carries
+// into the next byte: n is at most 24.
+func hexWord(x uint64) (v, bad uint64) {
+	n := x&(ones*0x0f) + (x>>6&ones)*9
+	letter := (n + ones*(0x80-10)) >> 7 & ones // n >= 10
+	back := n + ones*'0' + letter*('a'-'0'-10)
+	bad = (n+ones*(0x80-16))&highs | (back ^ x)
+	t := (n<<4 | n>>8) & 0x00ff00ff00ff00ff // pairs of digits to bytes
 	t = (t | t>>8) & 0x0000ffff0000ffff
-	t = (t | t>>16) & 0xffffffff
-	binary.LittleEndian.PutUint32(dst, uint32(t))
-	return true
+	return (t | t>>16) & 0xffffffff, bad
 }
 
 // plainRun returns how many leading bytes of b are plain string bytes
-// (printable ASCII other than '"' and '\'), a word at a time.
+// (printable ASCII other than '"' and '\\'), a word at a time.
 func plainRun(b []byte) int {
 	i := 0
-	for ; i+8 <= len(b); i += 8 {
+	for ; len(b)-i >= 8; i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
-		// Stop at a byte >= 0x80, < 0x20, '"' or '\'.
-		special := x & highs
-		special |= (x - ones*0x20) & ^x & highs
+		// Flag a byte >= 0x80 or < 0x20, and a zero byte of x^'"' and of
+		// x^'\\'. Borrows run only upwards, so the lowest flag is exact.
 		q := x ^ (ones * '"')
-		special |= (q - ones) & ^q & highs
 		s := x ^ (ones * '\\')
-		special |= (s - ones) & ^s & highs
+		special := (x - ones*0x20 | x | (q-ones)&^q | (s-ones)&^s) & highs
 		if special != 0 {
-			break
+			return i + bits.TrailingZeros64(special)>>3
 		}
 	}
 	for i < len(b) && plain[b[i]] {

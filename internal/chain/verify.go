@@ -195,10 +195,62 @@ func Scan(dir string, fn func(e *Entry) error) error {
 	if fn == nil {
 		return errors.New("chain: scan: nil fn")
 	}
+	return scan(dir, scanSink{fn})
+}
+
+// ScanMap is [Scan] with a step that runs in parallel. It calls work on
+// each entry as soon as the entry is decoded, on several goroutines at once
+// and in no particular order, then fn with the entry and what work returned
+// for it, in chain order, on the caller's goroutine, as Scan does.
+//
+// work runs before the entry's place in the chain is checked, so it may
+// also see entries that follow a break, which fn never sees: it MUST be
+// safe for concurrent use, MUST NOT keep e, and SHOULD only compute its
+// result. Neither is called after ScanMap returns.
+func ScanMap[R any](dir string, work func(e *Entry) R, fn func(e *Entry, r R) error) error {
+	if work == nil || fn == nil {
+		return errors.New("chain: scan: nil function")
+	}
+	return scan(dir, &mapSink[R]{work: work, fn: fn})
+}
+
+func scan(dir string, s sink) error {
 	segs, err := listSegments(dir)
 	if err != nil {
 		return err
 	}
-	_, err = walk(segs, walkConfig{fn: fn})
+	_, err = walk(segs, walkConfig{sink: s})
 	return err
 }
+
+// sink receives the entries a scan decodes.
+type sink interface {
+	// prepare is called by a worker before it decodes the n lines of c.
+	prepare(c *chunk, n int)
+	// mapEntry is called by a worker on c.ents[i] once it is decoded.
+	mapEntry(c *chunk, i int)
+	// entry is called on the walk's goroutine with c.ents[i], in chain
+	// order, once its place in the chain is checked.
+	entry(c *chunk, i int) error
+}
+
+type scanSink struct{ fn func(*Entry) error }
+
+func (scanSink) prepare(*chunk, int)           {}
+func (scanSink) mapEntry(*chunk, int)          {}
+func (s scanSink) entry(c *chunk, i int) error { return s.fn(&c.ents[i]) }
+
+// mapSink keeps work's results for a chunk in the chunk (c.aux).
+type mapSink[R any] struct {
+	work func(*Entry) R
+	fn   func(*Entry, R) error
+}
+
+func (m *mapSink[R]) prepare(c *chunk, n int) {
+	r, _ := c.aux.([]R)
+	c.aux = grow(r, n)
+}
+
+func (m *mapSink[R]) mapEntry(c *chunk, i int) { c.aux.([]R)[i] = m.work(&c.ents[i]) }
+
+func (m *mapSink[R]) entry(c *chunk, i int) error { return m.fn(&c.ents[i], c.aux.([]R)[i]) }

@@ -5,28 +5,25 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 	"slices"
-	"sync"
 )
 
 // walk is the one reader of segment files, shared by Verify, Scan and
-// Open's recovery. A producer goroutine reads each segment, splits it into
-// chunks of lines and parses every chunk on several cores (decoding is
-// independent per line); the caller's goroutine then checks the order
-// (sequence, links, checkpoint placement) chunk by chunk, which is cheap,
-// and calls fn for Scan while the next chunk is being parsed.
+// Open's recovery. A pipeline (pipeline.go) reads the segments and parses
+// their lines on several cores (decoding is independent per line); walk
+// then checks the order (sequence, links, checkpoint placement) block by
+// block, which is cheap, and hands Scan's entries on while the next blocks
+// are being parsed.
 
 // walkConfig says what a walk checks.
 type walkConfig struct {
 	pub     ed25519.PublicKey
 	kid     [8]byte
-	hash    bool               // recompute every entry hash
-	allSigs bool               // verify every checkpoint signature
-	strict  bool               // decode every entry strictly, even when only hashing
-	fn      func(*Entry) error // decode entries fully and pass them on
+	hash    bool // recompute every entry hash
+	allSigs bool // verify every checkpoint signature
+	strict  bool // decode every entry strictly, even when only hashing
+	sink    sink // decode entries fully and pass them on
 	// midChain: the first segment walked need not start the chain; its
 	// first entry's prev is taken as given (Open reads only the last
 	// segment).
@@ -53,10 +50,6 @@ type walkResult struct {
 	lastSize    int64
 }
 
-// blockSize is how much of a segment one chunk reads; lines cut at its end
-// go to the next chunk.
-var blockSize = 4 << 20 // a variable for tests
-
 type lineKind uint8
 
 const (
@@ -75,22 +68,6 @@ type lineResult struct {
 	sigOK    bool
 }
 
-type chunk struct {
-	seg      int
-	buf      []byte // owned, reused
-	data     []byte // complete lines of the segment (and, at its end, a torn one)
-	base     int64  // offset of data in the segment file
-	starts   []int
-	ends     []int // exclusive, without the newline
-	segStart bool
-	segEnd   bool
-	partial  int // segEnd: bytes after the last newline
-	res      []lineResult
-	cks      []checkpoint
-	ents     []Entry
-	err      error
-}
-
 func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 	if cfg.workers <= 0 {
 		cfg.workers = runtime.GOMAXPROCS(0)
@@ -106,18 +83,8 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		prevKnown = false
 	}
 
-	stop := make(chan struct{})
-	out := make(chan *chunk, 1)
-	free := make(chan *chunk, 3)
-	for range 3 {
-		free <- new(chunk)
-	}
-	go produce(segs, &cfg, out, free, stop)
-	defer func() {
-		close(stop)
-		for range out {
-		}
-	}()
+	p := startPipeline(segs, &cfg)
+	defer p.stop()
 
 	// The entries after the last checkpoint, which no signature covers: a
 	// light read does not vouch for their form, so they are decoded
@@ -132,10 +99,11 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		err error
 	}
 	var unsigned []pending
-	checkTail := !cfg.strict && cfg.fn == nil
+	checkTail := !cfg.strict && cfg.sink == nil
 
 	lastWasEntry := false
-	for c := range out {
+	for c := range p.ordered {
+		<-c.ready
 		if c.err != nil {
 			return w, c.err
 		}
@@ -179,8 +147,8 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				if cfg.hash && r.computed != r.hash {
 					return brk(BreakHash, r.seq, i, r.computed.String(), r.hash.String())
 				}
-				if cfg.fn != nil {
-					if err := cfg.fn(&c.ents[i]); err != nil {
+				if cfg.sink != nil {
+					if err := cfg.sink.entry(c, i); err != nil {
 						return w, err
 					}
 				}
@@ -217,9 +185,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		}
 		if checkTail {
 			for k := tailFrom; k < len(unsigned); k++ {
-				p := &unsigned[k]
-				i := int(p.off - c.base)
-				_, p.err = decodeEntry(c.data[i:c.ends[lineIndex(c, i)]], nil)
+				u := &unsigned[k]
+				i := int(u.off - c.base)
+				_, u.err = decodeEntry(c.data[i:c.ends[lineIndex(c, i)]], nil)
 			}
 		}
 		if c.segEnd {
@@ -238,136 +206,14 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				return brk(BreakCheckpoint, w.next-1, -1, "a segment ending in a checkpoint (a Log starts a new segment only after one)", "unsigned entries at its end")
 			}
 		}
-		free <- c
+		p.release(c)
 	}
-	for _, p := range unsigned {
-		if p.err != nil {
-			return w, &BreakError{Kind: BreakMalformed, Seq: p.seq, Want: "an entry in the stored form", Got: "entry: " + p.err.Error(), File: segs[p.seg].name, Offset: p.off}
+	for _, u := range unsigned {
+		if u.err != nil {
+			return w, &BreakError{Kind: BreakMalformed, Seq: u.seq, Want: "an entry in the stored form", Got: "entry: " + u.err.Error(), File: segs[u.seg].name, Offset: u.off}
 		}
 	}
 	return w, nil
-}
-
-// produce reads and parses the segments, sending chunks in order. It stops
-// early when stop is closed.
-func produce(segs []segment, cfg *walkConfig, out chan<- *chunk, free chan *chunk, stop <-chan struct{}) {
-	defer close(out)
-	send := func(c *chunk) bool {
-		select {
-		case out <- c:
-			return true
-		case <-stop:
-			return false
-		}
-	}
-	get := func() *chunk {
-		select {
-		case c := <-free:
-			return c
-		case <-stop:
-			return nil
-		}
-	}
-	fail := func(err error) {
-		if c := get(); c != nil {
-			c.err = err
-			send(c)
-		}
-	}
-	var carry []byte // the start of a line cut by the end of a block
-	for si := range segs {
-		f, err := os.Open(segs[si].path)
-		if err != nil {
-			fail(fmt.Errorf("chain: reading segment: %w", err))
-			return
-		}
-		var base int64
-		carry = carry[:0]
-		first := true
-		for {
-			c := get()
-			if c == nil {
-				f.Close()
-				return
-			}
-			if cap(c.buf) < len(carry)+blockSize {
-				c.buf = make([]byte, len(carry)+blockSize)
-			}
-			buf := c.buf[:cap(c.buf)]
-			n := copy(buf, carry)
-			m, err := io.ReadFull(f, buf[n:])
-			eof := err == io.EOF || err == io.ErrUnexpectedEOF
-			if err != nil && !eof {
-				f.Close()
-				free <- c
-				fail(fmt.Errorf("chain: reading segment: %w", err))
-				return
-			}
-			data := buf[:n+m]
-			k := bytes.LastIndexByte(data, '\n') + 1 // end of the last whole line
-			if !eof && k == 0 {
-				// A line longer than the block: read on with a bigger one.
-				carry = append(carry[:0], data...)
-				free <- c
-				continue
-			}
-			*c = chunk{seg: si, buf: c.buf, data: data, base: base, segStart: first,
-				starts: c.starts[:0], ends: c.ends[:0], res: c.res, cks: c.cks, ents: c.ents}
-			first = false
-			if eof {
-				c.segEnd, c.partial = true, len(data)-k
-			} else {
-				carry = append(carry[:0], data[k:]...)
-			}
-			base += int64(k)
-			for pos := 0; pos < k; {
-				nl := bytes.IndexByte(data[pos:k], '\n')
-				c.starts = append(c.starts, pos)
-				c.ends = append(c.ends, pos+nl)
-				pos += nl + 1
-			}
-			cfg.parse(c)
-			if !send(c) {
-				f.Close()
-				return
-			}
-			if c.segEnd {
-				break
-			}
-		}
-		f.Close()
-	}
-}
-
-// parse parses the lines of c, on up to cfg.workers goroutines.
-func (cfg *walkConfig) parse(c *chunk) {
-	n := len(c.starts)
-	c.res = grow(c.res, n)
-	c.cks = grow(c.cks, n)
-	if cfg.fn != nil {
-		c.ents = grow(c.ents, n)
-	}
-	workers := cfg.workers
-	if n < 64 {
-		workers = 1
-	}
-	var wg sync.WaitGroup
-	for k := range workers {
-		lo, hi := k*n/workers, (k+1)*n/workers
-		ar := &cfg.arenas[k]
-		work := func() {
-			h := newHasher()
-			for i := lo; i < hi; i++ {
-				cfg.parseLine(h, ar, c, i)
-			}
-		}
-		if k == workers-1 {
-			work()
-		} else {
-			wg.Go(work)
-		}
-	}
-	wg.Wait()
 }
 
 var checkpointPrefix = []byte(`{"checkpoint":`)
@@ -395,7 +241,7 @@ func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 		err error
 	)
 	switch {
-	case cfg.fn != nil:
+	case cfg.sink != nil:
 		f, err = decodeEntryIn(line, &c.ents[i], ar)
 	case cfg.strict:
 		f, err = decodeEntry(line, nil)
@@ -415,6 +261,9 @@ func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 	r.kind, r.seq, r.prev, r.hash = lineEntry, f.seq, f.prev, f.hash
 	if cfg.hash {
 		r.computed = h.lineBody(f.body)
+	}
+	if cfg.sink != nil {
+		cfg.sink.mapEntry(c, i)
 	}
 }
 

@@ -56,6 +56,27 @@ func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
 	return e.decide(req, &Call{}), true
 }
 
+// RecheckChain decides every entry of the chain in dir again, as
+// [Engine.Recheck] does, and calls fn with each entry and its new verdict
+// in chain order. The decisions are made on all cores while the chain is
+// read; fn runs on the caller's goroutine, one entry at a time. The chain
+// is read as [chain.Scan] reads it: a break gives a *chain.BreakError, and
+// an error from fn stops the replay and is returned as is. fn MUST NOT keep
+// ent after it returns.
+func (e *Engine) RecheckChain(dir string, fn func(ent *chain.Entry, v Verdict, ok bool) error) error {
+	return chain.ScanMap(dir, func(ent *chain.Entry) rechecked {
+		v, ok := e.Recheck(ent)
+		return rechecked{v, ok}
+	}, func(ent *chain.Entry, r rechecked) error {
+		return fn(ent, r.v, r.ok)
+	})
+}
+
+type rechecked struct {
+	v  Verdict
+	ok bool
+}
+
 // CapsFromChain converts recorded capabilities back to capability values,
 // recomputing what the chain does not store (a host's address and classes)
 // the way derivation computed it.
