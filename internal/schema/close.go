@@ -99,6 +99,12 @@ func (c *closer) schema(v any, at string, r role) (any, error) {
 			}
 			c.refs = append(c.refs, [2]string{at, ref})
 			out[k] = val
+		case "dependencies":
+			// Not a keyword since 2019-09 (translation turned a draft 4 to 7 one into
+			// dependentRequired and dependentSchemas), so the server ignores it; but
+			// the validator would apply it, and its schemas would evaluate keys, in
+			// objects closing never saw, that the server's schema does not declare.
+			continue
 		case "$dynamicRef", "$recursiveRef":
 			return nil, fmt.Errorf("%s at %s is not supported", k, where(at))
 		case "$schema", "$id":

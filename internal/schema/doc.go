@@ -47,7 +47,9 @@
 // dependencies splits into dependentRequired and dependentSchemas, the boolean
 // exclusiveMaximum of draft 4 becomes numeric, the siblings of $ref are dropped (those
 // drafts ignore them), and keywords those drafts do not know are dropped rather than
-// brought to life. Any other `$schema` is refused.
+// brought to life. In 2019-09 and 2020-12 schemas, dependencies, which those drafts
+// do not know but the validator would apply, is dropped at every level. Any other
+// `$schema` is refused.
 //
 // # What compiles
 //

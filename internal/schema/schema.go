@@ -112,8 +112,6 @@ func compile(inputSchema []byte, o *Options) (*Schema, error) {
 		if raw, err = translate(raw, draft, ""); err != nil {
 			return nil, err
 		}
-	} else {
-		delete(raw.(map[string]any), "dependencies") // not a keyword since 2019-09, but the validator would apply it
 	}
 
 	// The schema as the server declared it, normalised but not closed: it finds the

@@ -289,6 +289,9 @@ func TestDrafts(t *testing.T) {
 		{"2020-12 explicit", `{` + d2020 + `,"properties":{"a":{}}}`, `{"b":1}`, "/b additionalProperties"},
 		{"2020-12 http", `{"$schema":"http://json-schema.org/draft/2020-12/schema#","properties":{"a":{}}}`, `{"a":1}`, ""},
 		{"2020-12 dependencies ignored", `{"properties":{"a":{},"b":{}},"dependencies":{"a":["b"]}}`, `{"a":1}`, ""},
+		{"2020-12 nested dependencies ignored", `{"properties":{"o":{"properties":{"a":{},"b":{}},"dependencies":{"a":["b"]}}}}`, `{"o":{"a":1}}`, ""},
+		{"2020-12 nested dependencies declare nothing", `{"properties":{"o":{"properties":{"a":{}},"dependencies":{"a":{"properties":{"x":{"type":"object"}}}}}}}`, `{"o":{"a":1,"x":{"evil":1}}}`, "/o/x additionalProperties"},
+		{"2019-09 dependencies ignored", `{` + d2019 + `,"properties":{"o":{"properties":{"a":{}},"dependencies":{"a":{"properties":{"x":{}}}}}}}`, `{"o":{"a":1,"x":1}}`, "/o/x additionalProperties"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
