@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 )
 
@@ -93,8 +95,27 @@ type errorLine struct {
 }
 
 type resultLine struct {
-	Line   int    `json:"line"`
-	Result string `json:"result"`
+	Line     int             `json:"line"`
+	Result   string          `json:"result"` // recorded | redacted | withheld
+	Rules    []string        `json:"rules,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+	Findings []findingJSON   `json:"findings,omitempty"`
+	Redacted json.RawMessage `json:"redacted,omitempty"` // the result as passed on
+}
+
+// findingJSON is a DLP finding: its kind and where, never its text.
+type findingJSON struct {
+	Kind    string `json:"kind"`
+	Pointer string `json:"pointer"`
+	InKey   bool   `json:"in_key,omitempty"`
+}
+
+func findingsJSON(fs []dlp.Located) []findingJSON {
+	var out []findingJSON
+	for _, f := range fs {
+		out = append(out, findingJSON{Kind: string(f.Kind), Pointer: f.Pointer, InKey: f.InKey})
+	}
+	return out
 }
 
 // decisionLine is the output for one call.
@@ -106,6 +127,7 @@ type decisionLine struct {
 	Rules        []string        `json:"rules"`
 	Capabilities []capJSON       `json:"capabilities"`
 	Reason       string          `json:"reason"`
+	Findings     []findingJSON   `json:"findings,omitempty"`
 	Arguments    json.RawMessage `json:"arguments"`
 }
 
@@ -128,10 +150,17 @@ func (e *evaluator) line(ctx context.Context, n int, line []byte) any {
 		e.eng.OpenSession(c.Session, c.Origin)
 	}
 	if present(ev.Result) {
-		if err := e.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Tool: ev.Tool, Result: ev.Result}); err != nil {
+		out, found, err := e.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Tool: ev.Tool, Result: ev.Result})
+		var refusal *gateway.Refusal
+		switch {
+		case errors.As(err, &refusal):
+			return resultLine{Line: n, Result: "withheld", Rules: []string{refusal.Rule}, Reason: refusal.Error(), Findings: findingsJSON(found)}
+		case err != nil:
 			return errorLine{Line: n, Error: fmt.Sprintf("line %d: %v", n, err)}
+		case out != nil:
+			return resultLine{Line: n, Result: "redacted", Rules: []string{gateway.RuleDLP}, Findings: findingsJSON(found), Redacted: out}
 		}
-		return resultLine{Line: n, Result: "recorded"}
+		return resultLine{Line: n, Result: "recorded", Findings: findingsJSON(found)}
 	}
 	v := e.eng.Check(ctx, c)
 	return decisionOf(n, e.eng, &v)
@@ -147,10 +176,9 @@ func decisionOf(n int, eng *gateway.Engine, v *gateway.Verdict) decisionLine {
 		Reason:       v.Reason(),
 		Arguments:    json.RawMessage("null"),
 	}
-	if v.Err != nil {
-		d.Rules = append(d.Rules, gateway.RuleOf(v))
-	} else {
-		d.Rules = append(d.Rules, v.Decision.Rules()...)
+	d.Rules = append(d.Rules, v.Rules()...)
+	d.Findings = findingsJSON(v.Findings)
+	if v.Err == nil && v.Ask == nil {
 		if w := v.Decision.Would(); w != v.Effect {
 			d.Would = w.String()
 		}

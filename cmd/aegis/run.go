@@ -21,6 +21,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/pin"
@@ -130,6 +131,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 		defer envs.Close()
 		rec.Envelopes = envs
+		rec.Redact = redactEnvelope
 	}
 	g := &runGate{
 		rec:     rec,
@@ -154,6 +156,22 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return exitError{ee.ExitCode()}
 	}
 	return err
+}
+
+// redactEnvelope takes every secret DLP finds out of arguments before they
+// enter an envelope, whatever the server's DLP actions say: an envelope
+// keeps what a call carried, never a secret. Arguments aegis cannot read
+// are kept out whole.
+func redactEnvelope(a []byte) ([]byte, []envelope.Redaction) {
+	out, found, err := dlp.RedactJSON(a, nil, nil)
+	if err != nil {
+		return []byte(`"(arguments aegis could not read are not kept)"`), nil
+	}
+	reds := make([]envelope.Redaction, 0, len(found))
+	for _, f := range found {
+		reds = append(reds, envelope.Redaction{Pointer: f.Pointer, Kind: string(f.Kind)})
+	}
+	return out, reds
 }
 
 // runGate is the proxy's gate for one wrapped server: it decides each call
@@ -252,12 +270,24 @@ func (g *runGate) inputSchema(p pin.Pin) ([]byte, error) {
 }
 
 // Result takes in the result of a call aegis let through: ids for
-// provenance, taint from an untrusted tool. The result is relayed as the
-// server sent it; one aegis cannot read yields no ids (so calls naming them
-// fail closed) and is logged.
+// provenance, taint from an untrusted tool, secrets redacted or the result
+// withheld (DLP). One aegis cannot read yields no ids (so calls naming them
+// fail closed) and, when the server's results are scanned, is withheld.
 func (g *runGate) Result(ctx context.Context, c *proxy.Call, result json.RawMessage) (json.RawMessage, error) {
-	if err := g.rec.Engine.Result(&gateway.ResultEvent{Session: g.session, Server: g.server, Tool: c.Tool, Result: result}); err != nil {
+	out, found, err := g.rec.Engine.Result(&gateway.ResultEvent{Session: g.session, Server: g.server, Tool: c.Tool, Result: result})
+	var refusal *gateway.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		fmt.Fprintf(g.stderr, "aegis: withheld a result of %s/%s: %v\n", g.server, c.Tool, err)
+		return nil, &proxy.Withheld{Reason: err.Error()}
+	case err != nil:
 		g.logger.Warn("reading a result", "tool", c.Tool, "err", err)
+	}
+	if len(found) > 0 {
+		g.logger.Warn("secrets in a result", "tool", c.Tool, "findings", len(found), "redacted", out != nil)
+	}
+	if out != nil {
+		return out, nil
 	}
 	return nil, nil
 }

@@ -23,6 +23,8 @@
 package config
 
 import (
+	"github.com/aegis-mcp/aegis/internal/dlp"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"github.com/aegis-mcp/aegis/internal/egress"
@@ -111,7 +113,18 @@ type fileServer struct {
 	// Schema is closed (arguments are checked against the tool's pinned
 	// input schema, every object closed) or off.
 	Schema string `yaml:"schema"`
+	// DLP sets what a secret found in arguments or results does.
+	DLP *fileDLP `yaml:"dlp"`
 }
+
+type fileDLP struct {
+	Pos       strictyaml.Pos    `yaml:"-"`
+	Off       bool              `yaml:"off"`
+	Arguments map[string]string `yaml:"arguments"`
+	Results   map[string]string `yaml:"results"`
+}
+
+func (*fileDLP) YAMLName() string { return "dlp" }
 
 type fileTool struct {
 	Pos             strictyaml.Pos        `yaml:"-"`
@@ -393,6 +406,9 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		default:
 			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: schema %q: want closed or off", name, fs.Schema)
 		}
+		if s.DLP, err = dlpConfig(fs.DLP); err != nil {
+			return nil, strictyaml.ErrorAt(fs.DLP.Pos, "server %q: %v", name, err)
+		}
 		s.Egress, err = egress.New(fs.Egress)
 		if err != nil {
 			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: egress: %v", name, err)
@@ -518,4 +534,42 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// dlpConfig reads a server's DLP settings. Absent, secrets in arguments
+// deny the call and secrets in results are redacted.
+func dlpConfig(f *fileDLP) (*gateway.DLP, error) {
+	d := &gateway.DLP{
+		Arguments: dlp.Actions{Default: dlp.ActionDeny},
+		Results:   dlp.Actions{Default: dlp.ActionRedact},
+	}
+	if f == nil {
+		return d, nil
+	}
+	if f.Off {
+		if f.Arguments != nil || f.Results != nil {
+			return nil, errors.New("dlp: off: true with actions: say one or the other")
+		}
+		return nil, nil
+	}
+	var err error
+	if f.Arguments != nil {
+		if d.Arguments, err = dlp.ParseActions(f.Arguments); err != nil {
+			return nil, fmt.Errorf("dlp.arguments: %w", err)
+		}
+	}
+	if f.Results != nil {
+		if d.Results, err = dlp.ParseActions(f.Results); err != nil {
+			return nil, fmt.Errorf("dlp.results: %w", err)
+		}
+		for k, a := range d.Results.ByKind {
+			if a == dlp.ActionAsk {
+				return nil, fmt.Errorf("dlp.results: %s: ask is for calls; a result cannot wait for a person (deny, redact or report)", k)
+			}
+		}
+		if d.Results.Default == dlp.ActionAsk {
+			return nil, errors.New("dlp.results: default: ask is for calls; a result cannot wait for a person (deny, redact or report)")
+		}
+	}
+	return d, nil
 }

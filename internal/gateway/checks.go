@@ -9,6 +9,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/session"
 )
@@ -295,6 +296,95 @@ func relativeCaps(t *Tool, root args.Value) ([]capability.Capability, Verdict, b
 	return caps, Verdict{}, true
 }
 
+// scanArguments looks for secrets in the arguments as they will be
+// forwarded (R17). A finding whose action is deny refuses the call; redact
+// replaces its span and re-decodes doc; ask and report are noted in the
+// verdict (withFindings turns an allowed call into an ask).
+func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) ([]byte, Verdict, bool) {
+	if s.DLP == nil {
+		return cur, Verdict{}, true
+	}
+	found := dlp.ScanValue(doc.Root(), nil)
+	if len(found) == 0 {
+		return cur, Verdict{}, true
+	}
+	act, _ := s.DLP.Arguments.DecideLocated(found)
+	if act == dlp.ActionDeny {
+		var denied []dlp.Located
+		for _, f := range found {
+			if s.DLP.Arguments.For(f.Kind) == dlp.ActionDeny {
+				denied = append(denied, f)
+			}
+		}
+		return nil, refuse(RuleDLP, "the arguments hold a secret: %s", findingsNote(denied)), false
+	}
+	redact := false
+	for _, f := range found {
+		redact = redact || s.DLP.Arguments.Redacts(f.Kind)
+	}
+	if redact {
+		out, err := dlp.AppendRedacted(make([]byte, 0, len(cur)+32), doc.Root(), s.DLP.Arguments.Redacts)
+		if err != nil {
+			return nil, refuse(RuleDLP, "redacting the arguments: %v", err), false
+		}
+		if err := doc.Decode(out, &e.limits); err != nil {
+			return nil, refuse(RuleDLP, "the redacted arguments: %v", err), false
+		}
+		cur = out
+	}
+	return cur, Verdict{Findings: found}, true
+}
+
+// withFindings makes an allowed call an ask when a finding in its
+// arguments asks for a person (R17), and keeps the findings for the record.
+func withFindings(v Verdict, s *Server, found []dlp.Located) Verdict {
+	if len(found) == 0 {
+		return v
+	}
+	v.Findings = found
+	var asks []dlp.Located
+	for _, f := range found {
+		if s.DLP.Arguments.For(f.Kind) == dlp.ActionAsk {
+			asks = append(asks, f)
+		}
+	}
+	if len(asks) > 0 && v.Effect == policy.Allow {
+		v.Effect = policy.Ask
+		v.Ask = &Refusal{Rule: RuleDLP, Err: fmt.Errorf("the arguments hold what may be a secret, so a person decides: %s", findingsNote(asks))}
+	}
+	return v
+}
+
+// findingsNote names findings by kind and location, never by value, and at
+// most a few of them.
+func findingsNote(fs []dlp.Located) string {
+	var b strings.Builder
+	for i, f := range fs {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(fs)-3)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		where := "value"
+		if f.InKey {
+			where = "key"
+		}
+		fmt.Fprintf(&b, "%s in the %s at %s", f.Kind, where, printablePointer(f.Pointer))
+	}
+	return b.String()
+}
+
+// printablePointer caps a pointer (which holds model-written keys) for a
+// reason.
+func printablePointer(p string) string {
+	if len(p) > 80 {
+		p = strings.ToValidUTF8(p[:80], "") + "…"
+	}
+	return strconv.Quote(p)
+}
+
 // ResultEvent is one tools/call result on its way back to the client.
 type ResultEvent struct {
 	Session string
@@ -303,35 +393,59 @@ type ResultEvent struct {
 	Result  []byte // the result object as the server sent it
 }
 
-// Result takes in a tool's result (DESIGN.md pipeline, last line): ids
-// harvested for provenance, the session tainted by an untrusted tool. A
-// result aegis cannot read harvests nothing, and still taints.
-func (e *Engine) Result(r *ResultEvent) error {
+// Result takes in a tool's result (DESIGN.md pipeline, last line): the
+// session tainted by an untrusted tool, ids harvested for provenance, and
+// the result scanned for secrets (R17). It returns the result to pass on —
+// nil for the result as the server sent it, or the result with secrets
+// redacted — and the findings, by kind and location. An error withholds
+// the result: a finding whose action is deny, or a result aegis cannot
+// read while it has secrets to look for.
+func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err error) {
 	s := e.servers[r.Server]
 	if s == nil {
-		return fmt.Errorf("%w %q", ErrUnknownServer, r.Server)
+		return nil, nil, fmt.Errorf("%w %q", ErrUnknownServer, r.Server)
 	}
 	t := s.Tools[r.Tool]
-	if t == nil {
-		return nil
-	}
-	if t.Untrusted && r.Session != "" {
+	if t != nil && t.Untrusted && r.Session != "" {
 		e.sessions.Taint(r.Session, r.Server+"/"+r.Tool)
 	}
-	if len(t.IDs) == 0 {
-		return nil
+	if s.DLP == nil && (t == nil || len(t.IDs) == 0) {
+		return nil, nil, nil
 	}
 	var doc args.Doc
 	if err := doc.Decode(r.Result, &e.limits); err != nil {
-		return fmt.Errorf("result: %w", err)
+		if s.DLP != nil {
+			return nil, nil, &Refusal{Rule: RuleDLP, Err: fmt.Errorf("the result cannot be read to look for secrets: %v", err)}
+		}
+		return nil, nil, fmt.Errorf("result: %w", err)
 	}
-	if isErr, ok := doc.Root().Lookup("isError"); ok && isErr.Kind() == args.Bool && isErr.Raw() == "true" {
-		return nil // an error result names no object the server holds
+	root := doc.Root()
+	if t != nil && len(t.IDs) > 0 {
+		// An error result names no object the server holds.
+		if isErr, ok := root.Lookup("isError"); !ok || isErr.Raw() != "true" {
+			var ids []string
+			for _, src := range t.IDs {
+				ids = session.IDs(ids[:0], src.Pointer, root)
+				e.sessions.Record(r.Session, src.Kind, ids)
+			}
+		}
 	}
-	var ids []string
-	for _, src := range t.IDs {
-		ids = session.IDs(ids[:0], src.Pointer, doc.Root())
-		e.sessions.Record(r.Session, src.Kind, ids)
+	if s.DLP == nil {
+		return nil, nil, nil
 	}
-	return nil
+	found = dlp.ScanValue(root, nil)
+	if len(found) == 0 {
+		return nil, nil, nil
+	}
+	switch act, _ := s.DLP.Results.DecideLocated(found); act {
+	case dlp.ActionDeny, dlp.ActionAsk:
+		return nil, found, &Refusal{Rule: RuleDLP, Err: fmt.Errorf("the result holds a secret: %s", findingsNote(found))}
+	case dlp.ActionRedact:
+		out, err := dlp.AppendRedacted(make([]byte, 0, len(r.Result)+32), root, s.DLP.Results.Redacts)
+		if err != nil {
+			return nil, found, &Refusal{Rule: RuleDLP, Err: fmt.Errorf("redacting the result: %v", err)}
+		}
+		return out, found, nil
+	}
+	return nil, found, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/egress"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/schema"
@@ -45,6 +46,16 @@ type Server struct {
 	// SchemaOff turns off the closed-schema check of arguments (R11),
 	// which is on whenever a call carries its tool's pinned schema.
 	SchemaOff bool
+	// DLP says what secrets found in arguments and results do (R17); nil
+	// scans nothing.
+	DLP *DLP
+}
+
+// DLP is a server's data-loss prevention: the actions for findings in
+// the arguments of its calls and in its results.
+type DLP struct {
+	Arguments dlp.Actions
+	Results   dlp.Actions
 }
 
 // Engine decides calls for a set of servers under one policy. It is safe for
@@ -160,6 +171,12 @@ type Verdict struct {
 	Caps     []capability.Capability
 	Bound    bool
 	Tier     capability.Tier
+	// Ask, if set, is the check that turned an allowed call into an ask
+	// (a DLP finding whose action is ask); Reason then gives its reason.
+	Ask *Refusal
+	// Findings are the DLP findings in the arguments that did not refuse
+	// the call (redacted or reported): by kind and location, never value.
+	Findings []dlp.Located
 	// Origin and Taint are the session facts the policy saw: the call's,
 	// merged with what the session store knows (taint is never lost).
 	// Zero when the call did not reach the policy.
@@ -179,7 +196,27 @@ func (v *Verdict) Reason() string {
 	if v.Err != nil {
 		return v.Err.Error()
 	}
-	return v.Decision.Reason()
+	if v.Ask != nil && v.Effect == policy.Ask {
+		return v.Ask.Error()
+	}
+	r := v.Decision.Reason()
+	if len(v.Findings) > 0 {
+		r += "; dlp found " + findingsNote(v.Findings)
+	}
+	return r
+}
+
+// Rules returns the rules that decided v: the policy's, and aegis's own
+// when one of its checks refused the call or made it an ask.
+func (v *Verdict) Rules() []string {
+	if v.Err != nil {
+		return []string{RuleOf(v)}
+	}
+	rules := v.Decision.Rules()
+	if v.Ask != nil {
+		rules = append(rules, v.Ask.Rule)
+	}
+	return rules
 }
 
 // scratch is what one Check reuses from the last: the decoded document.
@@ -223,7 +260,9 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, args
 			}
 		}()
 	}
+	found := v.Findings
 	v = e.decideShaped(req, c, v.Arguments)
+	v = withFindings(v, e.servers[c.Server], found)
 	if c.Refuse == nil {
 		s := e.servers[c.Server]
 		v = e.afterPolicy(ctx, v, c, s, s.Tools[c.Tool], &sc.doc, req.Origin, true)
@@ -284,6 +323,11 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 		Origin:    origin,
 		Taint:     taint,
 	}
+	fwd, v, ok = e.scanArguments(s, doc, fwd)
+	if !ok {
+		return nil, v, false
+	}
+	found := v.Findings
 	rel, v, ok := relativeCaps(s.Tools[c.Tool], doc.Root())
 	if !ok {
 		return nil, v, false
@@ -301,7 +345,7 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 		}
 	}
 	req.Caps = append(req.Caps, rel...)
-	return req, Verdict{Arguments: fwd}, true
+	return req, Verdict{Arguments: fwd, Findings: found}, true
 }
 
 // decide asks the policy. In a shadow policy the call goes through whatever

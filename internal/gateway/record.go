@@ -113,11 +113,9 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 	if v.Bound {
 		e.Tier = v.Tier.String()
 	}
-	if v.Err != nil {
-		e.Rules = []string{RuleOf(v)}
-	} else {
-		e.Rules = v.Decision.Rules()
-		if w := v.Decision.Would(); w != v.Effect {
+	e.Rules = v.Rules()
+	if v.Err == nil {
+		if w := v.Decision.Would(); w != v.Effect && v.Ask == nil {
 			e.Would = w.String()
 		}
 	}

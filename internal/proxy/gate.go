@@ -75,6 +75,17 @@ type ToolsChecker interface {
 // relays the server's message byte for byte; a non-nil one (a JSON object)
 // replaces the result. An error withholds the result: the client receives a
 // tool result with isError set and a generic reason.
+//
+// An error that is (or wraps) a [*Withheld] shows its Reason to the client.
 type ResultChecker interface {
 	Result(ctx context.Context, c *Call, result json.RawMessage) (json.RawMessage, error)
 }
+
+// Withheld is a ResultChecker's error that says why a result was withheld,
+// in words fit for the client and the model: it MUST name the rule, never
+// a secret.
+type Withheld struct {
+	Reason string
+}
+
+func (w *Withheld) Error() string { return "result withheld: " + w.Reason }

@@ -509,6 +509,14 @@ func TestRelayResults(t *testing.T) {
 			want:   `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"aegis withheld this tool's result: it could not be checked"}],"isError":true}}`,
 		},
 		{
+			name: "checker withholds with a reason",
+			check: func(*Call, json.RawMessage) (json.RawMessage, error) {
+				return nil, fmt.Errorf("scan: %w", &Withheld{Reason: "it holds a private_key at \"/x\""})
+			},
+			result: result,
+			want:   `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"aegis withheld this tool's result: it holds a private_key at \"/x\""}],"isError":true}}`,
+		},
+		{
 			name:   "checker returns a non-object",
 			check:  func(*Call, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`[1]`), nil },
 			result: result,

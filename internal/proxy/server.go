@@ -180,6 +180,10 @@ func (r *relay) checkResult(msg []byte, m message, req *request) []byte {
 	switch {
 	case err != nil:
 		r.log.Warn("proxy: withheld tools/call result", "tool", req.call.Tool, "err", err)
+		var w *Withheld
+		if errors.As(err, &w) && w.Reason != "" {
+			return toolError(req.id, "aegis withheld this tool's result: "+w.Reason)
+		}
 		return toolError(req.id, reasonResultWithheld)
 	case out == nil:
 		return msg
