@@ -9,7 +9,7 @@ import (
 )
 
 // prose1K is 1 KiB of ordinary English text.
-func prose1K(b *testing.B) string {
+func prose1K(b testing.TB) string {
 	data, err := os.ReadFile("testdata/negatives/prose.txt")
 	if err != nil {
 		b.Fatal(err)

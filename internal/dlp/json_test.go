@@ -46,7 +46,7 @@ func TestScanJSON(t *testing.T) {
 		},
 		{
 			name: "escaped text is scanned unescaped",
-			in:   `{"t":"line\ngh` + gh[2:] + `\u0020"}`,
+			in:   `{"t":"line\ngh\u0070` + gh[3:] + `\u0020"}`,
 			want: []Located{{Kind: GitHubToken, Pointer: "/t"}},
 		},
 		{
