@@ -553,14 +553,22 @@ func dlpConfig(f *fileDLP) (*gateway.DLP, error) {
 		return nil, nil
 	}
 	var err error
+	// A map without "default" keeps the side's default for the kinds it
+	// does not name.
 	if f.Arguments != nil {
 		if d.Arguments, err = dlp.ParseActions(f.Arguments); err != nil {
 			return nil, fmt.Errorf("dlp.arguments: %w", err)
+		}
+		if _, ok := f.Arguments["default"]; !ok {
+			d.Arguments.Default = dlp.ActionDeny
 		}
 	}
 	if f.Results != nil {
 		if d.Results, err = dlp.ParseActions(f.Results); err != nil {
 			return nil, fmt.Errorf("dlp.results: %w", err)
+		}
+		if _, ok := f.Results["default"]; !ok {
+			d.Results.Default = dlp.ActionRedact
 		}
 		for k, a := range d.Results.ByKind {
 			if a == dlp.ActionAsk {

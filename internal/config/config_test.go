@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
 )
@@ -78,6 +79,18 @@ func TestParseErrors(t *testing.T) {
 		{"retention too short", "version: 1\npolicy: p.yaml\nservers: {}\nenvelopes: {retention: 1s}\n", `retention "1s"`},
 		{"zero days", "version: 1\npolicy: p.yaml\nservers: {}\nenvelopes: {retention: 0d}\n", `retention "0d"`},
 		{"envelopes unknown key", "version: 1\npolicy: p.yaml\nservers: {}\nenvelopes: {keep: 3d}\n", `unknown key "keep"`},
+		{"dlp unknown kind", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    dlp: {arguments: {aws.key: deny}}\n", `c.yaml:5:10: server "fs": dlp.arguments: dlp: unknown finding kind "aws.key"`},
+		{"dlp unknown action", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    dlp: {arguments: {jwt: allow}}\n", `unknown action "allow"`},
+		{"dlp ask for results", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    dlp: {results: {jwt: ask}}\n", `a result cannot wait for a person`},
+		{"dlp off with actions", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    dlp: {off: true, results: {jwt: report}}\n", `off: true with actions`},
+		{"schema mode", "version: 1\npolicy: p.yaml\nservers:\n  fs: {schema: open}\n", `schema "open": want closed or off`},
+		{"templates syntax", "version: 1\npolicy: p.yaml\nservers:\n  fs: {templates: erb}\n", `unknown template syntax "erb"`},
+		{"set with a wildcard", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    tools:\n      t: {set: {/a/*/b: 1}}\n", `a field set by aegis must be one field`},
+		{"identity source", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    tools:\n      t: {identity: {/owner: session}}\n", `source "session": want principal or principal.ATTRIBUTE`},
+		{"relative_url base with a query", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    tools:\n      t: {relative_url: {/p: 'https://a.example/v1?x=1'}}\n", `relative_url "/p"`},
+		{"negative cap", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    tools:\n      t: {caps: {per_turn: -1}}\n", `caps must not be negative`},
+		{"ids without kind", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    tools:\n      t: {ids: [{pointer: /a}]}\n", `missing key "kind"`},
+		{"egress bad CIDR", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    egress: {allow_hosts: [10.0.0.5/24]}\n", `host bits set`},
 		{"hidden server name", "version: 1\npolicy: p.yaml\nservers:\n  .fs: {builtin: filesystem}\n", `server name ".fs"`},
 		{"relative home", "version: 1\nhome: alice\npolicy: p.yaml\nservers: {}\n", `home "alice": want an absolute path`},
 		{"negative limit", "version: 1\npolicy: p.yaml\nservers: {}\nlimits: {max_depth: -1}\n", `limits must not be negative`},
@@ -89,6 +102,44 @@ func TestParseErrors(t *testing.T) {
 			_, err := Parse("c.yaml", []byte(tt.yaml), read)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDLPDefaults: a DLP map without "default" keeps the side's default
+// for the kinds it does not name; no block at all is deny / redact; off is
+// nothing scanned.
+func TestDLPDefaults(t *testing.T) {
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	for _, tc := range []struct {
+		name, dlpYAML      string
+		argsJWT, resultJWT dlp.Action
+		off                bool
+	}{
+		{"absent", "", dlp.ActionDeny, dlp.ActionRedact, false},
+		{"results name one kind", "    dlp: {results: {private_key: deny}}\n", dlp.ActionDeny, dlp.ActionRedact, false},
+		{"arguments name one kind", "    dlp: {arguments: {card: redact}}\n", dlp.ActionDeny, dlp.ActionRedact, false},
+		{"explicit defaults", "    dlp: {arguments: {default: report}, results: {default: deny}}\n", dlp.ActionReport, dlp.ActionDeny, false},
+		{"off", "    dlp: {off: true}\n", 0, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs:\n    builtin: filesystem\n"+tc.dlpYAML), read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := c.Servers[0].DLP
+			if tc.off {
+				if d != nil {
+					t.Errorf("dlp off: got %+v", d)
+				}
+				return
+			}
+			if got := d.Arguments.For(dlp.JWT); got != tc.argsJWT {
+				t.Errorf("arguments jwt: %s, want %s", got, tc.argsJWT)
+			}
+			if got := d.Results.For(dlp.JWT); got != tc.resultJWT {
+				t.Errorf("results jwt: %s, want %s", got, tc.resultJWT)
 			}
 		})
 	}
