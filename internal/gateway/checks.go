@@ -112,6 +112,9 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 	if err := t.compiled(); err != nil {
 		return nil, refuse(RuleShape, "%v", err), false
 	}
+	if t.flat && root.Kind() == args.Object {
+		return e.shapeFlat(c, t, doc, root, len(out))
+	}
 	tree = treeOf(root)
 	for _, toks := range t.clear {
 		tree.remove(toks)
@@ -133,6 +136,60 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 		}
 	}
 	out = tree.appendJSON(make([]byte, 0, len(out)+64))
+	if err := doc.Decode(out, &e.limits); err != nil {
+		return nil, refuse(RuleShape, "the shaped arguments: %v", err), false
+	}
+	return out, Verdict{}, true
+}
+
+// shapeFlat is the edit step for a tool whose set, clear and identity
+// fields are all members of the arguments object itself: the members are
+// copied as their source text, leaving out the ones aegis sets or clears,
+// and the set and identity fields appended. It gives the same arguments as
+// the tree edit, without building a tree.
+func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, size int) ([]byte, Verdict, bool) {
+	out := make([]byte, 0, size+64)
+	out = append(out, '{')
+	n := 0
+	member := func(key string) {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendJSONString(out, key)
+		out = append(out, ':')
+	}
+	var placed uint64 // the set fields written in the model's member's place
+	for i := range root.Len() {
+		k, v := root.Member(i)
+		if !t.touches(k) {
+			member(k)
+			out = append(out, v.Raw()...)
+			continue
+		}
+		for j := range t.Set {
+			if t.Set[j].toks[0] == k && j < 64 {
+				member(k)
+				out = t.Set[j].node.appendJSON(out)
+				placed |= 1 << j
+			}
+		}
+	}
+	for j := range t.Set {
+		if j >= 64 || placed&(1<<j) == 0 {
+			member(t.Set[j].toks[0])
+			out = t.Set[j].node.appendJSON(out)
+		}
+	}
+	for _, f := range t.Identity {
+		v, ok := e.identity(c.Principal, f.Source)
+		if !ok {
+			return nil, refuse(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source), false
+		}
+		member(f.toks[0])
+		out = appendJSONString(out, strings.ToValidUTF8(v, "\uFFFD"))
+	}
+	out = append(out, '}')
 	if err := doc.Decode(out, &e.limits); err != nil {
 		return nil, refuse(RuleShape, "the shaped arguments: %v", err), false
 	}

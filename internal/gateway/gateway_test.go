@@ -11,6 +11,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/egress"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/session"
@@ -186,23 +187,31 @@ func BenchmarkCheckURL(b *testing.B) {
 	}
 }
 
+// readTextFileSchema is server-filesystem's input schema of read_text_file
+// (2026.8.31), as it lists it.
+const readTextFileSchema = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"path":{"type":"string"},"tail":{"description":"If provided, returns only the last N lines of the file","type":"number"},"head":{"description":"If provided, returns only the first N lines of the file","type":"number"}},"required":["path"]}`
+
 // BenchmarkCheckAllChecks is BenchmarkCheck with every check of the
-// pipeline that applies to the call switched on: the session's state,
-// templates neutralised in every string, a field cleared and one pinned,
-// and caps counted (DESIGN.md: the budget holds with all checks on).
+// pipeline that applies to the call switched on: the session's state, the
+// closed schema with a clamp, templates neutralised in every string, a
+// field cleared and one pinned, DLP on the arguments, and caps counted
+// (DESIGN.md: the budget holds with all checks on).
 func BenchmarkCheckAllChecks(b *testing.B) {
 	e := newEngine(b, "")
 	fs := e.servers["fs"]
 	mustache := shape.Mustache
 	fs.Templates = &mustache
+	fs.DLP = &DLP{Arguments: dlp.Actions{Default: dlp.ActionDeny}, Results: dlp.Actions{Default: dlp.ActionRedact}}
 	fs.Tools = map[string]*Tool{"read_text_file": {
+		Clamp: map[string]float64{"/head": 1000},
 		Clear: []args.Pointer{mustPointer(b, "/tail")},
 		Set:   []Assign{{Pointer: mustPointer(b, "/encoding"), Value: []byte(`"utf-8"`)}},
 		Caps:  session.Limits{PerTurn: 1 << 30, PerSession: 1 << 30},
 	}}
 	e.OpenSession("s", policy.Interactive)
 	c := &Call{Session: "s", Principal: "alice", Server: "fs", Tool: "read_text_file",
-		Arguments: []byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`)}
+		Arguments: []byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`),
+		Schema:    []byte(readTextFileSchema), SchemaKey: [32]byte{1}}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -21,6 +21,11 @@ type Tool struct {
 	Set   []Assign
 	Clear []args.Pointer
 	clear [][]string // Clear's tokens
+	// flat says every set, clear and identity field is a member of the
+	// arguments object itself (one token, no *), and touched holds their
+	// names.
+	flat    bool
+	touched map[string]bool
 	// schemaOpts are the options the tool's pinned schema compiles with.
 	schemaOpts *schema.Options
 
@@ -93,8 +98,32 @@ func (t *Tool) compile() error {
 	for i, p := range t.Clear {
 		t.clear[i] = pointerTokens(p)
 	}
+	t.flat, t.touched = true, map[string]bool{}
+	touch := func(toks []string) {
+		if len(toks) != 1 || toks[0] == "*" {
+			t.flat = false
+			return
+		}
+		t.touched[toks[0]] = true
+	}
+	for _, toks := range t.clear {
+		touch(toks)
+	}
+	for _, a := range t.Set {
+		touch(a.toks)
+	}
+	for _, f := range t.Identity {
+		touch(f.toks)
+	}
+	if t.flat && (len(t.Set) > 64 || len(t.touched) != len(t.clear)+len(t.Set)+len(t.Identity)) {
+		t.flat = false // one field named twice: the tree edit's order decides
+	}
 	return nil
 }
+
+// touches reports whether aegis sets or clears the member key of the
+// arguments object (for a flat tool).
+func (t *Tool) touches(key string) bool { return t.touched[key] }
 
 // RelativeURL says that the string at Pointer must be a path relative to
 // Base, never a URL that names a host of its own.

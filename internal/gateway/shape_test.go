@@ -1,0 +1,86 @@
+package gateway
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// flatTool is a tool whose edits are all members of the arguments object.
+func flatTool(t testing.TB) *Tool {
+	return &Tool{
+		Clear:    []args.Pointer{mustPointer(t, "/bcc"), mustPointer(t, "/cc")},
+		Set:      []Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`{"t":"via aegis","n":[1,2.50]}`)}, {Pointer: mustPointer(t, "/z"), Value: []byte(`"\u00e9\n"`)}},
+		Identity: []IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal"}},
+	}
+}
+
+// shapeBoth runs the flat edit and the tree edit on the same arguments.
+func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules: []\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(forceTree bool) ([]byte, bool) {
+		tool := flatTool(t)
+		e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": tool}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tool.flat {
+			t.Fatal("the tool is not flat")
+		}
+		if forceTree {
+			tool.flat = false
+		}
+		var doc args.Doc
+		if doc.Decode(a, nil) != nil {
+			return nil, false
+		}
+		out, _, ok := e.shape(&Call{Server: "m", Tool: "send", Principal: "al\"ice", Arguments: a}, e.servers["m"], tool, &doc, a)
+		return out, ok
+	}
+	flat, flatOK = run(false)
+	tree, treeOK = run(true)
+	return
+}
+
+func TestShapeFlatEqualsTree(t *testing.T) {
+	for _, a := range []string{
+		`{}`,
+		`{"to":"bob","bcc":"eve","body":"hi \u2028 \"q\""}`,
+		`{"footer":"model's","z":1,"a":{"bcc":"kept: not top level"},"n":1.50e3}`,
+		`{"list":[1,{"x":null}],"cc":[],"k\u0000ey":true}`,
+		`{"from":"x"}`,
+		`{"From":"x"}`,
+		`{"BCC":"eve"}`,
+	} {
+		flat, tree, fok, tok := shapeBoth(t, []byte(a))
+		if fok != tok || !bytes.Equal(flat, tree) {
+			t.Errorf("%s:\n flat %v %s\n tree %v %s", a, fok, flat, tok, tree)
+		}
+	}
+	if _, _, ok, _ := shapeBoth(t, []byte(`{"to":"bob"}`)); !ok {
+		t.Error("a plain call was refused")
+	}
+}
+
+func FuzzShapeFlat(f *testing.F) {
+	f.Add([]byte(`{"to":"bob","bcc":"eve","footer":1}`))
+	f.Add([]byte(`{"a":{"b":[1,"\ud83d\ude00"]},"cc":null}`))
+	f.Fuzz(func(t *testing.T, a []byte) {
+		flat, tree, fok, tok := shapeBoth(t, a)
+		if fok != tok || !bytes.Equal(flat, tree) {
+			t.Fatalf("%s:\n flat %v %s\n tree %v %s", a, fok, flat, tok, tree)
+		}
+		if fok {
+			var d args.Doc
+			if err := d.Decode(flat, nil); err != nil {
+				t.Fatalf("shaped arguments do not decode: %v", err)
+			}
+		}
+	})
+}
+
