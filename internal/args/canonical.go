@@ -136,8 +136,11 @@ func utf16Key(r rune) uint32 {
 	return uint32(0xD800+r>>10)<<16 | uint32(0xDC00+r&0x3FF)
 }
 
-// appendString appends s as a JCS string: only '"', '\\' and control characters are
-// escaped, with the short forms where JSON has them and \u00xx otherwise.
+// AppendString appends s as a JSON string the way RFC 8785 writes one: only '"', '\\'
+// and control characters are escaped, with the short forms where JSON has them and
+// \u00xx otherwise. s should be valid UTF-8; its bytes are copied as they are.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
 func appendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')

@@ -23,10 +23,10 @@
 package config
 
 import (
-	"github.com/aegis-mcp/aegis/internal/dlp"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/egress"
 	"github.com/aegis-mcp/aegis/internal/session"
 	"github.com/aegis-mcp/aegis/internal/shape"

@@ -130,7 +130,7 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 		if !ok {
 			return nil, refuse(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source), false
 		}
-		val := &jnode{kind: args.String, raw: string(appendJSONString(nil, strings.ToValidUTF8(v, "\uFFFD")))}
+		val := &jnode{kind: args.String, raw: string(args.AppendString(nil, strings.ToValidUTF8(v, "\uFFFD")))}
 		if err := tree.set(f.toks, val); err != nil {
 			return nil, refuse(RuleIdentity, "argument %s: %v", f.Pointer, err), false
 		}
@@ -156,7 +156,7 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, siz
 			out = append(out, ',')
 		}
 		n++
-		out = appendJSONString(out, key)
+		out = args.AppendString(out, key)
 		out = append(out, ':')
 	}
 	var placed uint64 // the set fields written in the model's member's place
@@ -187,7 +187,7 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, siz
 			return nil, refuse(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source), false
 		}
 		member(f.toks[0])
-		out = appendJSONString(out, strings.ToValidUTF8(v, "\uFFFD"))
+		out = args.AppendString(out, strings.ToValidUTF8(v, "\uFFFD"))
 	}
 	out = append(out, '}')
 	if err := doc.Decode(out, &e.limits); err != nil {

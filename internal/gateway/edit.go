@@ -71,7 +71,7 @@ func (n *jnode) appendJSON(dst []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = args.AppendString(dst, k)
 			dst = append(dst, ':')
 			dst = n.vals[i].appendJSON(dst)
 		}
@@ -199,37 +199,6 @@ func (n *jnode) remove(toks []string) bool {
 		}
 	}
 	return removed
-}
-
-// appendJSONString appends s as a JSON string: the escapes RFC 8785 uses
-// (the two-character ones and \u00XX for other controls), everything else
-// as it is. s is valid UTF-8 (args decoded it, or it came from the
-// configuration through encoding/json).
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c >= 0x20:
-			dst = append(dst, c)
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		case c == '\b':
-			dst = append(dst, '\\', 'b')
-		case c == '\f':
-			dst = append(dst, '\\', 'f')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-	}
-	return append(dst, '"')
 }
 
 // parseJSONValue reads one JSON value (a configured pin) into a tree.

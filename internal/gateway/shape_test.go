@@ -83,4 +83,3 @@ func FuzzShapeFlat(f *testing.F) {
 		}
 	})
 }
-

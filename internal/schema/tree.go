@@ -132,41 +132,11 @@ func encode(dst []byte, v args.Value, repl map[args.Value]string) []byte {
 				dst = append(dst, ',')
 			}
 			k, e := v.Member(i)
-			dst = append(appendString(dst, k), ':')
+			dst = append(args.AppendString(dst, k), ':')
 			dst = encode(dst, e, repl)
 		}
 		return append(dst, '}')
 	default:
 		return append(dst, v.Raw()...)
 	}
-}
-
-// appendString appends s as a JSON string, escaping only '"', '\\' and control
-// characters, as RFC 8785 does.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

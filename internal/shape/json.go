@@ -75,7 +75,7 @@ func (w *rewriter) value(v args.Value) error {
 	switch v.Kind() {
 	case args.String:
 		if s := v.Str(); w.x.needs(s) {
-			w.out = appendString(w.out, w.x.Neutralise(s))
+			w.out = args.AppendString(w.out, w.x.Neutralise(s))
 			w.mark()
 		} else {
 			w.out = append(w.out, v.Raw()...)
@@ -105,7 +105,7 @@ func (w *rewriter) value(v args.Value) error {
 				w.out = append(w.out, ',')
 			}
 			k, m := v.Member(i)
-			w.out = append(appendString(w.out, w.x.Neutralise(k)), ':')
+			w.out = append(args.AppendString(w.out, w.x.Neutralise(k)), ':')
 			n := len(w.path)
 			w.path = appendToken(append(w.path, '/'), k)
 			if w.x.needs(k) {
@@ -163,40 +163,6 @@ func (x Syntax) collision(v args.Value) (i, j int, dup bool) {
 		seen[n] = j
 	}
 	return 0, 0, false
-}
-
-// appendString appends s as a JSON string, escaping only '"', '\\' and control
-// characters, as RFC 8785 does.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // appendToken appends key as an RFC 6901 reference token: '~' as "~0", '/' as "~1".
