@@ -172,6 +172,42 @@ func TestAddrBlockMasks(t *testing.T) {
 	}
 }
 
+// TestClassOf4 holds classOf4's per-byte row sets to the plain scan of the
+// whole table: every first byte, with the first and last addresses and
+// neighbours of every block and metadata address, and random addresses.
+func TestClassOf4(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var cands []netip.Addr
+	for _, bl := range v4Blocks {
+		first := bl.prefix.Masked().Addr()
+		b := first.As4()
+		for i := bl.prefix.Bits(); i < 32; i++ {
+			b[i/8] |= 0x80 >> (i % 8)
+		}
+		last := netip.AddrFrom4(b)
+		cands = append(cands, first, first.Prev(), last, last.Next())
+	}
+	for _, m := range metadataAddrs {
+		if m.Is4() {
+			cands = append(cands, m, m.Prev(), m.Next())
+		}
+	}
+	for o := range 256 {
+		for range 64 {
+			cands = append(cands, netip.AddrFrom4([4]byte{byte(o), byte(r.Uint32()), byte(r.Uint32()), byte(r.Uint32())}))
+		}
+		cands = append(cands, netip.AddrFrom4([4]byte{byte(o)}), netip.AddrFrom4([4]byte{byte(o), 255, 255, 255}))
+	}
+	for _, a := range cands {
+		if !a.IsValid() || !a.Is4() {
+			continue
+		}
+		if got, want := classOf4(a), blockClass(v4Blocks, a)|metadataClass(a); got != want {
+			t.Errorf("classOf4(%v) = %v, want %v", a, got, want)
+		}
+	}
+}
+
 func BenchmarkClassOf(b *testing.B) {
 	addrs := []netip.Addr{
 		netip.MustParseAddr("8.8.8.8"),

@@ -71,6 +71,43 @@ func hostErr(raw, format string, args ...any) error {
 // net/netip text form without brackets — and the address when the host is
 // an IP literal.
 func CanonHost(raw string) (host string, addr netip.Addr, err error) {
+	if plainHost(raw) {
+		return raw, netip.Addr{}, nil
+	}
+	return canonHost(raw)
+}
+
+// plainHost reports whether s is a plain host name: lower-case letters,
+// digits and hyphens in dot-separated labels, none of them empty, over 63
+// bytes or Punycode ("xn--"), 253 bytes at most, and the last one starting
+// with a letter (a name ending in a number is an IPv4 address to the host
+// parser). Such a name is canonical: CanonHost returns it as it is, and
+// NameClass needs neither lower-casing nor an address parser for it.
+// FuzzPlainHost holds plainHost to canonHost.
+func plainHost(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	label := 0
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; plainBytes[b]&byteHost == 0 {
+			if b != '.' || !plainLabel(s[label:i]) {
+				return false
+			}
+			label = i + 1
+		}
+	}
+	return plainLabel(s[label:]) && s[label] > '9'
+}
+
+// plainLabel reports whether a label of a plain host is neither empty, nor
+// over 63 bytes, nor Punycode.
+func plainLabel(l string) bool {
+	return l != "" && len(l) <= 63 && !strings.HasPrefix(l, "xn--")
+}
+
+// canonHost is CanonHost for any host.
+func canonHost(raw string) (host string, addr netip.Addr, err error) {
 	if raw == "" {
 		return "", netip.Addr{}, errors.New("empty host")
 	}
@@ -288,13 +325,26 @@ func hasACELabel(s string) bool {
 // else Public. Given an IP literal, it returns [ClassOf] the address, so a
 // misuse cannot make an address Public.
 func NameClass(host string) Class {
+	if plainHost(host) {
+		return nameClass(host)
+	}
+	return anyNameClass(host)
+}
+
+// anyNameClass is NameClass for any host.
+func anyNameClass(host string) Class {
 	host = strings.TrimSuffix(host, ".")
 	if n := len(host); n > 0 && (host[n-1] >= '0' && host[n-1] <= '9' || strings.IndexByte(host, ':') >= 0) {
 		if a, err := netip.ParseAddr(host); err == nil {
 			return ClassOf(a)
 		}
 	}
-	host = lowerASCII(host)
+	return nameClass(lowerASCII(host))
+}
+
+// nameClass is NameClass for a lower-case name without a trailing dot
+// that is no IP literal.
+func nameClass(host string) Class {
 	var c Class
 	switch host {
 	case "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback":

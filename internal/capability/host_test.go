@@ -401,6 +401,74 @@ func FuzzCanonHost(f *testing.F) {
 	})
 }
 
+// TestPlainHost checks which hosts take CanonHost's and NameClass's fast
+// path; FuzzPlainHost checks that the fast path agrees with the full one.
+func TestPlainHost(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    string
+		plain bool
+	}{
+		{"name", "api.github.com", true},
+		{"single label", "intranet", true},
+		{"hyphens", "a-b.c-d", true},
+		{"digits inside", "a1.b2c", true},
+		{"63-byte label", strings.Repeat("a", 63) + ".com", true},
+		{"253 bytes", strings.Repeat("a.", 126) + "b", true},
+		{"empty", "", false},
+		{"upper case", "API.github.com", false},
+		{"trailing dot", "x.com.", false},
+		{"leading dot", ".x.com", false},
+		{"empty label", "x..com", false},
+		{"64-byte label", strings.Repeat("a", 64) + ".com", false},
+		{"254 bytes", strings.Repeat("a.", 126) + "bc", false},
+		{"punycode", "xn--nxasmq6b.com", false},
+		{"punycode later", "a.xn--nxasmq6b", false},
+		{"ends in digit label", "foo.1", false},
+		{"ends in hex", "foo.0x7f", false},
+		{"ipv4", "127.0.0.1", false},
+		{"ends in hyphen label", "foo.-a", false},
+		{"underscore", "a_b.com", false},
+		{"percent", "a%2eb", false},
+		{"colon", "::1", false},
+		{"bracket", "[::1]", false},
+		{"space", "a b", false},
+		{"non-ascii", "bücher.de", false},
+		{"fullwidth", "ｅｘａｍｐｌｅ.com", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := plainHost(tt.in); got != tt.plain {
+				t.Fatalf("plainHost(%q) = %v, want %v", tt.in, got, tt.plain)
+			}
+			checkPlainHost(t, tt.in)
+		})
+	}
+}
+
+// checkPlainHost fails if s is plain and the full paths of CanonHost or
+// NameClass say otherwise than the fast ones.
+func checkPlainHost(t *testing.T, s string) {
+	t.Helper()
+	if !plainHost(s) {
+		return
+	}
+	host, addr, err := canonHost(s)
+	if err != nil || host != s || addr.IsValid() {
+		t.Fatalf("plainHost(%q), but canonHost = %q, %v, %v", s, host, addr, err)
+	}
+	if fast, full := nameClass(s), anyNameClass(s); fast != full {
+		t.Fatalf("plainHost(%q): nameClass = %v, anyNameClass = %v", s, fast, full)
+	}
+}
+
+func FuzzPlainHost(f *testing.F) {
+	for _, s := range []string{"api.github.com", "x.com.", "foo.0x7f", "a.xn--b", "localhost", "metadata.google.internal", "a-.b", "-.a"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkPlainHost)
+}
+
 func BenchmarkCanonHost(b *testing.B) {
 	for _, in := range []string{"api.github.com", "API.GitHub.com.", "0x7f.1", "[2001:db8::1]", "bücher.de"} {
 		b.Run(in, func(b *testing.B) {

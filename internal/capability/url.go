@@ -3,7 +3,6 @@ package capability
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -107,10 +106,8 @@ func fromURL(raw string) (Capability, error) {
 //   - "http://" or "https://", in lower case: no stripped or removed
 //     bytes (spaces, controls, tabs, newlines), no backslash, no other
 //     scheme, no userinfo (the authority is only a host and a port);
-//   - a host of lower-case letters, digits and hyphens in dot-separated
-//     labels, none empty or over 63 bytes, 253 bytes at most, with no
-//     Punycode label ("xn--") and not ending in a number: a name that the
-//     host parser keeps as it is and net/url reads the same;
+//   - a plain host (plainHost): a name that the host parser keeps as it
+//     is, and net/url reads the same;
 //   - optionally ":" and a port of 1 to 5 digits without a leading zero,
 //     from 1 to 65535;
 //   - optionally a path starting with "/": printable ASCII that the WHATWG
@@ -136,25 +133,11 @@ func plainURL(raw string) (Capability, bool) {
 	default:
 		return c, false
 	}
-	i, label := 0, 0
-host:
-	for ; i < len(rest); i++ {
-		switch b := rest[i]; {
-		case 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-':
-			if label++; label > 63 {
-				return c, false
-			}
-		case b == '.':
-			if label == 0 {
-				return c, false
-			}
-			label = 0
-		default:
-			break host
-		}
+	i := 0
+	for i < len(rest) && (plainBytes[rest[i]]&byteHost != 0 || rest[i] == '.') {
+		i++
 	}
-	c.Host, rest = rest[:i], rest[i:]
-	if label == 0 || len(c.Host) > 253 || endsInNumber(c.Host) || hasACELabel(c.Host) {
+	if c.Host, rest = rest[:i], rest[i:]; !plainHost(c.Host) {
 		return c, false
 	}
 	// The serialisation is prefix, the path ("/" if empty) and the query:
@@ -173,12 +156,37 @@ host:
 		}
 		rest = rest[j:]
 	}
-	path, query := rest, ""
-	if q := strings.IndexByte(rest, '?'); q >= 0 {
+	path, query := "", rest
+	if rest != "" && rest[0] != '?' {
+		if rest[0] != '/' {
+			return c, false
+		}
+		q := 1
+	path:
+		for ; q < len(rest); q++ {
+			switch b := rest[q]; {
+			case plainBytes[b]&bytePath != 0:
+			case b == '?':
+				break path
+			case b == '.':
+				if rest[q-1] == '/' && dotSegment(rest[q:]) {
+					return c, false
+				}
+			case b == '%':
+				if q+2 >= len(rest) || hexVal(rest[q+1]) > 15 || hexVal(rest[q+2]) > 15 || rest[q+1] == '2' && rest[q+2]|0x20 == 'e' {
+					return c, false
+				}
+				q += 2
+			default:
+				return c, false
+			}
+		}
 		path, query = rest[:q], rest[q:]
 	}
-	if path != "" && path[0] != '/' || !plainPath(path) || !plainQuery(query) {
-		return c, false
+	for j := 1; j < len(query); j++ {
+		if plainBytes[query[j]]&byteQuery == 0 {
+			return c, false
+		}
 	}
 	switch {
 	case path == "":
@@ -188,45 +196,43 @@ host:
 	default:
 		c.URL = prefix + rest
 	}
-	c.Kind, c.Classes = NetConnect, hostClasses(c.Host, netip.Addr{})
+	c.Kind, c.Classes = NetConnect, nameClass(c.Host)
 	return c, true
 }
 
-// plainPath reports whether a path (empty or from "/" on) is plain: see
-// plainURL.
-func plainPath(p string) bool {
-	seg := 0 // start of the current segment
-	for i := 0; i < len(p); i++ {
-		switch b := p[i]; {
-		case b == '/':
-			if i > 0 && dotSegment(p[seg:i]) {
-				return false
-			}
-			seg = i + 1
-		case b == '%':
-			if i+2 >= len(p) || hexVal(p[i+1]) > 15 || hexVal(p[i+2]) > 15 || p[i+1] == '2' && p[i+2]|0x20 == 'e' {
-				return false
-			}
-			i += 2
-		case b <= ' ' || pathSet.has(b) || b == '\\':
-			return false
-		}
+// dotSegment reports whether s, the rest of a path from the start of a
+// segment on, starts with a "." or ".." segment.
+func dotSegment(s string) bool {
+	if len(s) > 1 && s[1] == '.' {
+		s = s[1:]
 	}
-	return !dotSegment(p[seg:])
+	return len(s) == 1 || s[1] == '/' || s[1] == '?'
 }
 
-func dotSegment(s string) bool { return s == "." || s == ".." }
-
-// plainQuery reports whether a query (empty or from "?" on) is plain: see
-// plainURL.
-func plainQuery(q string) bool {
-	for i := 0; i < len(q); i++ {
-		if b := q[i]; b <= ' ' || specialQuerySet.has(b) || b == '\\' {
-			return false
+// plainBytes classifies bytes for plainHost and plainURL: those a plain
+// host, path and query may hold as they are (a host's dots and a path's
+// dots, "%" and "?" are handled apart).
+var plainBytes = func() (t [256]uint8) {
+	for c := '!'; c <= '~'; c++ {
+		b := byte(c)
+		if 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' {
+			t[b] |= byteHost
+		}
+		if !pathSet.has(b) && b != '\\' && b != '%' && b != '.' {
+			t[b] |= bytePath
+		}
+		if !specialQuerySet.has(b) && b != '\\' {
+			t[b] |= byteQuery
 		}
 	}
-	return true
-}
+	return t
+}()
+
+const (
+	byteHost uint8 = 1 << iota
+	bytePath
+	byteQuery
+)
 
 // fileCapability derives the FSRead of a file: URL.
 func fileCapability(u *urlRecord, nu *url.URL) (Capability, error) {
