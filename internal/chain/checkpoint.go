@@ -107,7 +107,8 @@ func decodeCheckpoint(line []byte) (c checkpoint, err error) {
 	return c, nil
 }
 
-// hexInto reads 2*len(dst) lower-case hex digits into dst.
+// hexInto reads 2*len(dst) lower-case hex digits into dst, whose length
+// is a multiple of 4.
 func (d *decoder) hexInto(dst []byte) {
 	if d.err != nil {
 		return
@@ -117,13 +118,16 @@ func (d *decoder) hexInto(dst []byte) {
 		d.fail("want " + strconv.Itoa(n) + " hex digits")
 		return
 	}
-	for i := range dst {
-		hi, lo := unhex[d.b[d.i+2*i]], unhex[d.b[d.i+2*i+1]]
-		if hi|lo == 0xff {
-			d.fail("want " + strconv.Itoa(n) + " lower-case hex digits")
-			return
-		}
-		dst[i] = hi<<4 | lo
+	var bad uint64
+	src := d.b[d.i : d.i+n]
+	for i := 0; i+8 <= n; i += 8 {
+		v, w := hexWord(binary.LittleEndian.Uint64(src[i:]))
+		bad |= w
+		binary.LittleEndian.PutUint32(dst[i/2:], uint32(v))
+	}
+	if bad != 0 {
+		d.fail("want " + strconv.Itoa(n) + " lower-case hex digits")
+		return
 	}
 	d.i += n
 }

@@ -12,9 +12,12 @@ import (
 // entryFacts are what Verify needs from a line.
 type entryFacts struct {
 	seq  uint64
-	prev Digest
-	hash Digest // as stored
-	body []byte // the line less `,"hash":"…"}`: canonical encoding minus its '}'
+	prev Digest // decoded by the strict decoder
+	hash Digest // as stored; decoded by the strict decoder
+	// prevText and hashText are the digits of prev and of the stored hash,
+	// unchecked, from the light read.
+	prevText, hashText []byte
+	body               []byte // the line less `,"hash":"…"}`: canonical encoding minus its '}'
 }
 
 // The keys of an entry line, in order.
@@ -157,9 +160,10 @@ var (
 	entryStart     = []byte(`{"args_hash":"`)
 )
 
-// entryFactsOf reads seq, prev and the stored hash of an entry line
+// entryFactsOf finds seq, prev and the stored hash of an entry line
 // without decoding the rest, for Verify, which hashes the line's bytes as
-// they are. The shortcut is sound for what Verify proves: a line covered by
+// they are. It reads seq; prev and the hash it leaves as text, which Verify
+// compares with the lower-case hex of the hashes it computes. The shortcut is sound for what Verify proves: a line covered by
 // a signature is byte for byte what the key holder wrote, and its writer
 // writes only the stored form, in which the first `],"decision":"`, the
 // first `,"prev":"` after it and the first `],"seq":` after that are the
@@ -177,9 +181,7 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 	if string(suffix[:len(hashKey)]) != string(hashKey) || string(suffix[hashSuffixLen-2:]) != `"}` {
 		return f, false
 	}
-	if f.hash, ok = parseHex32(suffix[len(hashKey) : len(hashKey)+64]); !ok {
-		return f, false
-	}
+	f.hashText = suffix[len(hashKey) : len(hashKey)+64]
 	body := line[:n-hashSuffixLen]
 	// Search from anchors that start with a rare byte (']' ends only the
 	// caps, argv, roles and rules arrays), so the searches skip ahead in
@@ -188,14 +190,18 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 	if a < 0 {
 		return f, false
 	}
-	i := bytes.Index(body[a:], prevKey)
-	if i < 0 || len(body)-a-i < len(prevKey)+64+1 {
+	i := prevAt(body, a+len(decisionAnchor))
+	if i < 0 {
+		i = bytes.Index(body[a:], prevKey)
+		if i < 0 {
+			return f, false
+		}
+		i += a + len(prevKey)
+	}
+	if len(body)-i < 64+1 {
 		return f, false
 	}
-	i += a + len(prevKey)
-	if f.prev, ok = parseHex32(body[i : i+64]); !ok {
-		return f, false
-	}
+	f.prevText = body[i : i+64]
 	j := bytes.Index(body[i+64:], seqAnchor)
 	if j < 0 {
 		return f, false
@@ -208,6 +214,72 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 	}
 	f.body = body
 	return f, true
+}
+
+// prevAt returns where the digits of prev start in the body of an entry
+// line, given i, where the decision's word starts; or -1 if it cannot tell
+// this way. Between the two, every field has one of a few lengths but the
+// origin, whose end is its first '"' unless that is escaped: prevAt steps
+// over them instead of searching for `,"prev":"`, whose first byte is
+// common.
+func prevAt(body []byte, i int) int {
+	// Constants, so that each comparison compiles to a few loads.
+	const (
+		allow, deny, ask = `allow"`, `deny"`, `ask"`
+		envelope         = `,"envelope":"`
+		mode             = `","mode":"`
+		enforce, shadow  = `enforce","origin":"`, `shadow","origin":"`
+		policyHash       = `,"policy_hash":"`
+		prev             = `","prev":"`
+	)
+	if len(body)-i < len(allow)+len(envelope) {
+		return -1
+	}
+	switch {
+	case string(body[i:i+len(allow)]) == allow:
+		i += len(allow)
+	case string(body[i:i+len(deny)]) == deny:
+		i += len(deny)
+	case string(body[i:i+len(ask)]) == ask:
+		i += len(ask)
+	default:
+		return -1
+	}
+	if string(body[i:i+len(envelope)]) != envelope {
+		return -1
+	}
+	i += len(envelope)
+	if i < len(body) && body[i] != '"' {
+		i += 64
+	}
+	if len(body)-i < len(mode)+len(enforce) || string(body[i:i+len(mode)]) != mode {
+		return -1
+	}
+	i += len(mode)
+	switch {
+	case string(body[i:i+len(enforce)]) == enforce:
+		i += len(enforce)
+	case string(body[i:i+len(shadow)]) == shadow:
+		i += len(shadow)
+	default:
+		return -1
+	}
+	end := bytes.IndexByte(body[i:], '"')
+	if end < 0 || end > 0 && body[i+end-1] == '\\' {
+		return -1
+	}
+	i += end + 1
+	if len(body)-i < len(policyHash) || string(body[i:i+len(policyHash)]) != policyHash {
+		return -1
+	}
+	i += len(policyHash)
+	if i < len(body) && body[i] != '"' {
+		i += 64
+	}
+	if len(body)-i < len(prev) || string(body[i:i+len(prev)]) != prev {
+		return -1
+	}
+	return i + len(prev)
 }
 
 // arena hands out the slices of decoded entries (roles, rules, caps) from

@@ -20,7 +20,7 @@ import (
 // blockSize is how much of a segment one chunk reads; lines cut at its end
 // go to the next chunk. A block fits in a core's cache beside the decoder's
 // tables. It is a variable for tests.
-var blockSize = 1 << 20
+var blockSize = 256 << 10
 
 // chunk is one block of a segment on its way through the pipeline. Between
 // the reader's send and ready, it belongs to one worker; after ready, to

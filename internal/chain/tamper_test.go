@@ -408,6 +408,36 @@ func TestSmallBlocks(t *testing.T) {
 			if got := verifyPicture(t, q, false); got != (verdict{Entries: 6, Signed: 4, TornBytes: 17}) {
 				t.Errorf("torn: %+v", got)
 			}
+			// An unsigned tail is decoded strictly at the end, from copies
+			// of its lines, or (past maxTail) as each block is released.
+			for _, tail := range []int{maxTail, 0} {
+				defer func(n int) { maxTail = n }(maxTail)
+				maxTail = tail
+				for _, label := range []string{"D", "E"} {
+					r := draw(t, "G -> A B | C -> D E")
+					r.remove("E", true)
+					// Re-spell label, then relink and rehash what follows.
+					old, now := r.entries[label].Hash.String(), ""
+					lines := []*string{r.line(label, false)}
+					if label != "E" {
+						lines = append(lines, r.line("E", false))
+					}
+					for k, line := range lines {
+						body := (*line)[:len(*line)-1-hashSuffixLen]
+						if k == 0 {
+							body = strings.Replace(body, `"session":"s1"`, `"session":"\u00731"`, 1)
+						} else {
+							body = strings.Replace(body, `"prev":"`+old, `"prev":"`+now, 1)
+						}
+						now = newHasher().lineBody([]byte(body)).String()
+						*line = body + `,"hash":"` + now + "\"}\n"
+					}
+					want := verdict{Break: BreakMalformed, Seq: r.entries[label].Seq}
+					if got := verifyPicture(t, r, false); got != want {
+						t.Errorf("unsigned %s re-spelled, maxTail %d: %+v, want %+v", label, tail, got, want)
+					}
+				}
+			}
 		})
 	}
 }

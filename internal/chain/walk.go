@@ -3,6 +3,7 @@ package chain
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"runtime"
@@ -64,6 +65,11 @@ type lineResult struct {
 	prev     Digest // entry: its prev
 	hash     Digest // entry: the stored hash; checkpoint: the hash it signs
 	computed Digest // entry: the hash recomputed, when walkConfig.hash
+	// A light read (see entryFactsOf) decodes neither prev nor the stored
+	// hash: prevText is prev's digits, and hash is computed when the stored
+	// digits are its hex, hashHex.
+	prevText []byte
+	hashHex  [64]byte
 	ck       *checkpoint
 	sigOK    bool
 }
@@ -71,6 +77,11 @@ type lineResult struct {
 func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 	if cfg.workers <= 0 {
 		cfg.workers = runtime.GOMAXPROCS(0)
+	}
+	if !cfg.hash {
+		// The light read leaves digests as text for the hash check to
+		// compare; without hashing, decode every line.
+		cfg.strict = true
 	}
 	cfg.arenas = make([]arena, cfg.workers)
 	w := walkResult{next: 1}
@@ -88,19 +99,24 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 
 	// The entries after the last checkpoint, which no signature covers: a
 	// light read does not vouch for their form, so they are decoded
-	// strictly. That is done as each chunk is released (its buffer is
-	// reused), for the entries after its last checkpoint; a later
-	// checkpoint may still cover them, and only what is left at the end
-	// counts.
+	// strictly, once the walk is over; a later checkpoint may still cover
+	// them. When a chunk is released (its buffer is reused), the lines of
+	// the entries after its last checkpoint are copied to tail, or, past
+	// maxTail bytes, decoded there and then.
 	type pending struct {
-		seg int
-		off int64
-		seq uint64
-		err error
+		seg  int
+		off  int64
+		seq  uint64
+		line []byte // in tail; nil once decoded
+		err  error
 	}
 	var unsigned []pending
+	var tail []byte
 	checkTail := !cfg.strict && cfg.sink == nil
 
+	// prevHex is w.prev in hex, for the light read's links.
+	var prevHex [64]byte
+	hex.Encode(prevHex[:], w.prev[:])
 	lastWasEntry := false
 	for c := range p.ordered {
 		<-c.ready
@@ -141,8 +157,12 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				if r.seq != w.next {
 					return brk(BreakSeq, w.next, i, fmt.Sprint(w.next), fmt.Sprint(r.seq))
 				}
-				if prevKnown && r.prev != w.prev {
-					return brk(BreakLink, r.seq, i, w.prev.String(), r.prev.String())
+				if prevKnown && (r.prevText == nil && r.prev != w.prev || r.prevText != nil && string(r.prevText) != string(prevHex[:])) {
+					got := r.prev.String()
+					if r.prevText != nil {
+						got = string(r.prevText)
+					}
+					return brk(BreakLink, r.seq, i, w.prev.String(), got)
 				}
 				if cfg.hash && r.computed != r.hash {
 					return brk(BreakHash, r.seq, i, r.computed.String(), r.hash.String())
@@ -156,6 +176,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 					unsigned = append(unsigned, pending{seg: c.seg, off: c.base + int64(c.starts[i]), seq: r.seq})
 				}
 				w.prev, prevKnown = r.hash, true
+				if r.prevText != nil {
+					prevHex = r.hashHex
+				}
 				w.next++
 				w.entries++
 				lastWasEntry = true
@@ -177,7 +200,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				w.lastCkFile, w.lastCkOff = s.name, c.base+int64(c.starts[i])
 				w.checkpoints++
 				lastWasEntry = false
-				unsigned, tailFrom = unsigned[:0], 0
+				unsigned, tailFrom, tail = unsigned[:0], 0, tail[:0]
 				if last {
 					w.lastCkEnd = c.base + int64(c.ends[i]) + 1
 				}
@@ -187,7 +210,13 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 			for k := tailFrom; k < len(unsigned); k++ {
 				u := &unsigned[k]
 				i := int(u.off - c.base)
-				_, u.err = decodeEntry(c.data[i:c.ends[lineIndex(c, i)]], nil)
+				line := c.data[i:c.ends[lineIndex(c, i)]]
+				if len(tail)+len(line) > maxTail {
+					_, u.err = decodeEntry(line, nil)
+					continue
+				}
+				tail = append(tail, line...)
+				u.line = tail[len(tail)-len(line):]
 			}
 		}
 		if c.segEnd {
@@ -209,12 +238,21 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		p.release(c)
 	}
 	for _, u := range unsigned {
+		if u.line != nil {
+			_, u.err = decodeEntry(u.line, nil)
+		}
 		if u.err != nil {
 			return w, &BreakError{Kind: BreakMalformed, Seq: u.seq, Want: "an entry in the stored form", Got: "entry: " + u.err.Error(), File: segs[u.seg].name, Offset: u.off}
 		}
 	}
 	return w, nil
 }
+
+// maxTail bounds the bytes of unsigned entry lines a walk keeps to decode
+// at its end: the largest batches a Log writes fit, and a long unsigned tail
+// (which no Log writes) is decoded as it is read. It is a variable for
+// tests.
+var maxTail = 16 << 20
 
 var checkpointPrefix = []byte(`{"checkpoint":`)
 
@@ -261,6 +299,17 @@ func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 	r.kind, r.seq, r.prev, r.hash = lineEntry, f.seq, f.prev, f.hash
 	if cfg.hash {
 		r.computed = h.lineBody(f.body)
+	}
+	if f.prevText != nil {
+		// Compare in hex: encoding the computed hash is cheaper than
+		// decoding two digests, and equal digits are lower-case hex.
+		r.prevText = f.prevText
+		hex.Encode(r.hashHex[:], r.computed[:])
+		if string(r.hashHex[:]) == string(f.hashText) {
+			r.hash = r.computed
+		} else {
+			r.hash, _ = parseHex32(f.hashText) // for the message
+		}
 	}
 	if cfg.sink != nil {
 		cfg.sink.mapEntry(c, i)
