@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -70,7 +71,13 @@ type kindIndex struct {
 
 	hostExact  keyMap // net: rules by exact host
 	hostSuffix keyMap // net: rules by *.suffix, keyed by suffix
+	suffixLens []int  // net: the lengths of hostSuffix's keys, without repeats
 	hostOther  []cand // net: rules with a CIDR or class pattern
+	// otherClasses are the classes of the rules of hostOther, and
+	// otherPrefixes is set if one has a network: a host of none of those
+	// classes that is no address meets none of them.
+	otherClasses  capability.Class
+	otherPrefixes bool
 
 	programExact keyMap // exec: rules by literal program
 	programGlob  []cand // exec: rules with a program glob
@@ -139,9 +146,14 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 		}
 		for _, s := range r.hosts.suffixes {
 			ki.hostSuffix.add(s, r)
+			if !slices.Contains(ki.suffixLens, len(s)) {
+				ki.suffixLens = append(ki.suffixLens, len(s))
+			}
 		}
 		if len(r.hosts.prefixes) > 0 || r.hosts.classes != 0 {
 			ki.hostOther = append(ki.hostOther, candOf(r))
+			ki.otherClasses |= r.hosts.classes
+			ki.otherPrefixes = ki.otherPrefixes || len(r.hosts.prefixes) > 0
 		}
 		return
 	case capability.Exec:
@@ -336,18 +348,19 @@ func (idx *index) capability(e *evaluator) bool {
 	e.consider(ki.generic, 0)
 	switch c.Kind {
 	case capability.NetConnect:
-		e.considerHosts(ki.hostOther)
+		if ki.otherClasses&c.Classes != 0 || ki.otherPrefixes && c.Addr.IsValid() {
+			e.considerHosts(ki.hostOther)
+		}
 		e.consider(ki.hostExact.get(c.Host), doneHost)
-		if c.Addr.IsValid() || ki.hostSuffix.empty() {
+		if c.Addr.IsValid() {
 			break
 		}
-		for h := c.Host; ; {
-			dot := strings.IndexByte(h, '.')
-			if dot < 0 {
-				break
+		// The suffixes to look up follow a dot of the host; only those
+		// of a key's length can be keys.
+		for _, n := range ki.suffixLens {
+			if h := c.Host; n < len(h) && h[len(h)-n-1] == '.' {
+				e.consider(ki.hostSuffix.get(h[len(h)-n:]), 0)
 			}
-			h = h[dot+1:]
-			e.consider(ki.hostSuffix.get(h), 0)
 		}
 	case capability.Exec:
 		if c.Shell {
