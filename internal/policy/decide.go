@@ -275,12 +275,12 @@ func short(s string) string {
 
 // Decide decides a call. It does not allocate unless a rule with a
 // condition is evaluated or the call has more than four capabilities.
-func (s *Set) Decide(req *Request) Decision {
-	d := Decision{req: req, n: len(req.Caps)}
+func (s *Set) Decide(req *Request) (d Decision) {
+	d.req, d.n = req, len(req.Caps)
 	e := evaluator{req: req, bits: callBits(req), sig: requestSig(req)}
 	s.idx.action(&e)
 	e.t.verdict(&d.action)
-	d.effect, d.would = d.action.Effect, d.action.Would
+	effect, would := d.action.Effect, d.action.Would
 	if len(req.Caps) > inlineCaps {
 		d.more = make([]Verdict, len(req.Caps)-inlineCaps)
 	}
@@ -297,8 +297,9 @@ func (s *Set) Decide(req *Request) Decision {
 		} else {
 			v.Invalid = true // and Deny, the zero Effect
 		}
-		d.effect, d.would = combine(d.effect, v.Effect), combine(d.would, v.Would)
+		effect, would = combine(effect, v.Effect), combine(would, v.Would)
 	}
+	d.effect, d.would = effect, would
 	return d
 }
 

@@ -30,14 +30,13 @@ func (e Effect) String() string {
 // rank orders effects by precedence: a higher rank wins. An effect out of
 // range ranks as Deny.
 func (e Effect) rank() int {
-	switch e {
-	case Allow:
-		return 0
-	case Ask:
-		return 1
+	if e < Effect(len(ranks)) {
+		return int(ranks[e])
 	}
 	return 2
 }
+
+var ranks = [...]uint8{Deny: 2, Allow: 0, Ask: 1}
 
 // stricter returns the effect of higher precedence.
 func stricter(a, b Effect) Effect {
