@@ -184,3 +184,56 @@ func FuzzDecideIndex(f *testing.F) {
 		_ = s.Explain(r).String()
 	})
 }
+
+// FuzzDecidePath checks the path index against the naive reference on
+// any path: every length around the eight-byte words the walk reads, NULs,
+// dots, slashes and bytes anywhere, under the directories of the fixtures.
+func FuzzDecidePath(f *testing.F) {
+	for _, p := range []string{
+		"/srv/projects/team-537/src/main.go", "/", "", "srv", "/srv/", "//srv", "/srv//projects", "/srv/./projects",
+		"/srv/projects/team-537/..", "/srv/projects/team-537/.", "/srv/projects/team-537/...", "/home/a/.ssh",
+		"/home/a/.sshx", "/home/a/.ssh/id_rsa", "/home/a\x00/.ssh", "/etc/shadow\x00", "/a", "/abcdefg", "/abcdefgh",
+		"/abcdefghijklmno", "/srv/projects/team-1/.env", "/srv/projects/team-1/.env/x", "/proc/self/environ",
+	} {
+		f.Add(p, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, p string, which uint8) {
+		name := differentialPolicies[int(which)%len(differentialPolicies)]
+		s := fixture(t, name)
+		r := benchRequest()
+		r.Caps = caps(fsRead(p), fsWrite(p))
+		got, want := outcomeOf(s.Decide(r)), referenceDecide(s, r)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("%s, path %q: Decide differs from the reference (-want +got)\n%s", name, p, diff)
+		}
+	})
+}
+
+// TestDecidePathShapes is FuzzDecidePath on random paths built from the
+// fixtures' directories and the bytes that matter to the walk (slashes,
+// dots, NULs), at every length from 0 to 48.
+func TestDecidePathShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	starts := []string{"", "/", "/srv/projects/team-537", "/srv/projects/team-1", "/home/a/.ssh", "/home/a", "/etc/ssh", "/proc", "/srv/projects/.env"}
+	const alphabet = "//..ab7\x00-"
+	n := 4000
+	if testing.Short() {
+		n = 400
+	}
+	for _, name := range []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml"} {
+		s := fixture(t, name)
+		for range n {
+			b := []byte(starts[r.IntN(len(starts))])
+			for size := r.IntN(49); len(b) < size; {
+				b = append(b, alphabet[r.IntN(len(alphabet))])
+			}
+			p := string(b)
+			req := benchRequest()
+			req.Caps = caps(fsRead(p))
+			got, want := outcomeOf(s.Decide(req)), referenceDecide(s, req)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("%s, path %q: Decide differs from the reference (-want +got)\n%s", name, p, diff)
+			}
+		}
+	}
+}
