@@ -3,14 +3,13 @@ package chain
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/hex"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +41,10 @@ type segmentFile interface {
 
 // Log appends entries to the chain in a directory. It is safe for
 // concurrent use; only one Log (in any process) may hold a directory.
+//
+// Appends are committed in groups (commit.go): the entries that arrive
+// while one batch is being written and fsynced go out together in the next
+// write and fsync.
 type Log struct {
 	dir     string
 	segSize int64
@@ -60,17 +63,18 @@ type Log struct {
 	failed atomic.Pointer[error]
 
 	// Owned by the writer goroutine.
-	f        segmentFile
-	size     int64
 	next     uint64
 	prev     Digest
-	buf      []byte
-	res      []result
 	h        *hasher
+	f        segmentFile
+	size     int64
 	closeErr error
 
+	batches chan *batch // answered batches, for reuse
+	notify  chan *batch // from the writer to the notifier
+
 	entries   atomic.Uint64
-	batches   atomic.Uint64
+	commits   atomic.Uint64
 	largest   atomic.Int64
 	syncNanos atomic.Int64
 }
@@ -78,6 +82,8 @@ type Log struct {
 type request struct {
 	buf  []byte // the canonical encoding, less prev and seq
 	t    template
+	pre  hash.Hash // SHA-256 of the domain and buf up to prev; nil to hash the whole line
+	sum  []byte    // for pre.Sum
 	done chan result
 }
 
@@ -87,7 +93,9 @@ type result struct {
 	err        error
 }
 
-var requests = sync.Pool{New: func() any { return &request{done: make(chan result, 1)} }}
+var requests = sync.Pool{New: func() any {
+	return &request{pre: sha256.New(), sum: make([]byte, 0, sha256.Size), done: make(chan result, 1)}
+}}
 
 // Open opens the chain in dir for appending, creating the directory, the
 // signing key (chain.key, mode 0600) and its public half (chain.pub) if
@@ -134,7 +142,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.queue = make(chan *request, 4*l.batch)
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
-	go l.run()
+	l.start()
 	return l, nil
 }
 
@@ -150,7 +158,7 @@ func (l *Log) open() error {
 	l.pub = l.priv.Public().(ed25519.PublicKey)
 	if len(segs) == 0 {
 		l.next = 1
-		return l.createSegment()
+		return l.createSegment(1)
 	}
 	last, err := l.recoverTail(segs)
 	if err != nil {
@@ -178,9 +186,9 @@ func (l *Log) setFile(f *os.File) {
 	l.f = sf
 }
 
-// createSegment starts the segment whose first entry is l.next.
-func (l *Log) createSegment() error {
-	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(l.next)), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+// createSegment starts the segment whose first entry is first.
+func (l *Log) createSegment(first uint64) error {
+	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(first)), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("chain: starting segment: %w", err)
 	}
@@ -223,6 +231,11 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	}
 	r := requests.Get().(*request)
 	r.buf = appendCanonical(r.buf[:0], e, &r.t)
+	// Hash what comes before prev here, on the appender's goroutine; the
+	// sequencer, which all entries go through, hashes only the rest.
+	r.pre.Reset()
+	r.pre.Write(entryDomain)
+	r.pre.Write(r.buf[:r.t.prevAt])
 
 	l.mu.RLock()
 	if l.closed {
@@ -266,7 +279,7 @@ type Stats struct {
 func (l *Log) Stats() Stats {
 	return Stats{
 		Entries:  l.entries.Load(),
-		Batches:  l.batches.Load(),
+		Batches:  l.commits.Load(),
 		Largest:  int(l.largest.Load()),
 		SyncTime: time.Duration(l.syncNanos.Load()),
 	}
@@ -290,157 +303,6 @@ func (l *Log) Close() error {
 		return *p
 	}
 	return l.closeErr
-}
-
-// run is the writer: it drains the queue in batches, each one write and one
-// fsync, until Close.
-func (l *Log) run() {
-	defer close(l.done)
-	batch := make([]*request, 0, l.batch)
-	last := 0 // size of the last batch
-	for {
-		var r *request
-		select {
-		case r = <-l.queue:
-		case <-l.quit:
-			// Every Append that got past l.closed has sent already.
-			for {
-				batch = batch[:0]
-				for len(batch) < l.batch {
-					select {
-					case r := <-l.queue:
-						batch = append(batch, r)
-						continue
-					default:
-					}
-					break
-				}
-				if len(batch) == 0 {
-					l.closeErr = l.f.Close()
-					return
-				}
-				l.commit(batch)
-			}
-		}
-		batch = append(batch[:0], r)
-		batch = l.gather(batch, last)
-		last = len(batch)
-		l.commit(batch)
-	}
-}
-
-// gather fills batch from the queue. The appenders the last commit woke
-// are typically about to append again; without waiting for them, batches
-// alternate between those and the rest, and average half the appenders. So
-// while the batch is smaller than the last one and the queue still grows,
-// gather yields to let them in: a few scheduler turns, no timer, so an
-// Append alone is not delayed.
-func (l *Log) gather(batch []*request, last int) []*request {
-	for turns := 0; ; turns++ {
-		for len(batch) < l.batch {
-			select {
-			case r := <-l.queue:
-				batch = append(batch, r)
-				continue
-			default:
-			}
-			break
-		}
-		if len(batch) >= last || len(batch) >= l.batch || turns == 4 {
-			return batch
-		}
-		n := len(batch)
-		runtime.Gosched()
-		if len(l.queue) == 0 && n == len(batch) && turns > 0 {
-			return batch
-		}
-	}
-}
-
-// commit makes one batch durable and answers its requests.
-func (l *Log) commit(batch []*request) {
-	if p := l.failed.Load(); p != nil {
-		for _, r := range batch {
-			r.done <- result{err: *p}
-		}
-		return
-	}
-	if l.next+uint64(len(batch))-1 > MaxSeq {
-		l.fail(batch, fmt.Errorf("seq would pass %d", uint64(MaxSeq)))
-		return
-	}
-	if l.size >= l.segSize {
-		if err := l.f.Close(); err != nil {
-			l.fail(batch, err)
-			return
-		}
-		if err := l.createSegment(); err != nil {
-			l.fail(batch, err)
-			return
-		}
-	}
-	out, res, prev, seq := appendBatch(l.buf[:0], l.res[:0], l.h, l.priv, l.prev, l.next, batch)
-	l.buf, l.res = out, res
-
-	if _, err := l.f.Write(out); err != nil {
-		l.fail(batch, fmt.Errorf("writing: %w", err))
-		return
-	}
-	t0 := time.Now()
-	if err := l.f.Sync(); err != nil {
-		l.fail(batch, fmt.Errorf("fsync: %w", err))
-		return
-	}
-	l.syncNanos.Add(int64(time.Since(t0)))
-	l.size += int64(len(out))
-	l.prev, l.next = prev, seq
-	l.entries.Add(uint64(len(batch)))
-	l.batches.Add(1)
-	if n := int64(len(batch)); n > l.largest.Load() {
-		l.largest.Store(n)
-	}
-	for i, r := range batch {
-		r.done <- res[i]
-	}
-	if cap(l.buf) > 4<<20 {
-		l.buf = nil // a burst of huge entries should not pin memory
-	}
-}
-
-// appendBatch appends the lines of a batch to out: its entries, numbered
-// from seq and linked from prev, then the checkpoint signing the last one.
-// It returns the results and the prev and seq that follow the batch.
-func appendBatch(out []byte, res []result, h *hasher, priv ed25519.PrivateKey, prev Digest, seq uint64, batch []*request) ([]byte, []result, Digest, uint64) {
-	for _, r := range batch {
-		start := len(out)
-		b, t := r.buf, r.t
-		out = append(out, b[:t.prevAt]...)
-		out = hex.AppendEncode(out, prev[:])
-		out = append(out, b[t.prevAt:t.seqAt]...)
-		out = strconv.AppendUint(out, seq, 10)
-		out = append(out, b[t.seqAt:len(b)-1]...)
-		d := h.lineBody(out[start:])
-		out = appendLineSuffix(out, d)
-		res = append(res, result{seq: seq, prev: prev, hash: d})
-		prev = d
-		seq++
-	}
-	ck := signCheckpoint(priv, seq-1, prev)
-	return appendCheckpoint(out, &ck), res, prev, seq
-}
-
-// fail puts the Log in the failed state and answers batch with err. After a
-// failed write or fsync the file's state is unknown (a failed fsync may
-// even have dropped dirty pages), so nothing more is appended to it; Open
-// recovers from what reached the disk.
-func (l *Log) fail(batch []*request, err error) {
-	err = fmt.Errorf("chain: log failed, reopen to recover: %w", err)
-	l.failed.CompareAndSwap(nil, &err)
-	l.logger.Error("chain: log failed", slog.String("dir", l.dir), slog.Any("err", err))
-	p := l.failed.Load()
-	for _, r := range batch {
-		r.done <- result{err: *p}
-	}
 }
 
 // dataSyncFile is a segment file whose Sync is fdatasync where there is one.
