@@ -129,6 +129,7 @@ func (*fileDLP) YAMLName() string { return "dlp" }
 type fileTool struct {
 	Pos             strictyaml.Pos        `yaml:"-"`
 	Clamp           map[string]float64    `yaml:"clamp"`
+	Open            strictyaml.StringList `yaml:"open"`
 	Set             map[string]jsonValue  `yaml:"set"`
 	Clear           strictyaml.StringList `yaml:"clear"`
 	Identity        map[string]string     `yaml:"identity"`
@@ -459,8 +460,17 @@ func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, erro
 			}
 			return p, nil
 		}
+		for _, k := range ft.Open {
+			if k == "" {
+				continue // the arguments object itself
+			}
+			if _, err := ptr("open", k, true); err != nil {
+				return nil, err
+			}
+		}
 		t := &gateway.Tool{
 			Clamp:           ft.Clamp,
+			Open:            ft.Open,
 			Untrusted:       ft.Untrusted,
 			AllowUnattended: ft.AllowUnattended,
 			Caps:            session.Limits{PerTurn: ft.Caps.PerTurn, PerMinute: ft.Caps.PerMinute, PerSession: ft.Caps.PerSession},

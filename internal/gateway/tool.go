@@ -16,6 +16,10 @@ type Tool struct {
 	// Clamp maps a JSON Pointer to a ceiling: a number above it is lowered
 	// to it before the schema is checked (R11).
 	Clamp map[string]float64
+	// Open names argument objects (JSON Pointers; "" is the arguments
+	// object itself) left as the server's schema declares them rather than
+	// closed: for a free-form map such as Python's dict[str, Any] (R11).
+	Open []string
 	// Set pins fields to fixed values and Clear removes fields, whatever
 	// the model wrote, after the model's answer (R12).
 	Set   []Assign
@@ -87,7 +91,7 @@ func (t *Tool) compile() error {
 	for i := range t.Identity {
 		t.Identity[i].toks = pointerTokens(t.Identity[i].Pointer)
 	}
-	t.schemaOpts = &schema.Options{}
+	t.schemaOpts = &schema.Options{Open: t.Open}
 	if len(t.Clamp) > 0 {
 		t.schemaOpts.Clamp = make(map[string]schema.Range, len(t.Clamp))
 		for p, max := range t.Clamp {
