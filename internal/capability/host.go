@@ -85,12 +85,13 @@ func CanonHost(raw string) (host string, addr netip.Addr, err error) {
 // NameClass needs neither lower-casing nor an address parser for it.
 // FuzzPlainHost holds plainHost to canonHost.
 func plainHost(s string) bool {
-	if len(s) > 253 {
+	if s == "" || len(s) > 253 {
 		return false
 	}
-	label := 0
+	label := 0 // where the current label starts
+	tab := &plainBytes
 	for i := 0; i < len(s); i++ {
-		if b := s[i]; plainBytes[b]&byteHost == 0 {
+		if b := s[i]; tab[b]&byteHost == 0 {
 			if b != '.' || !plainLabel(s[label:i]) {
 				return false
 			}
@@ -101,9 +102,9 @@ func plainHost(s string) bool {
 }
 
 // plainLabel reports whether a label of a plain host is neither empty, nor
-// over 63 bytes, nor Punycode.
+// over 63 bytes, nor Punycode ("xn--", lower case in a plain host).
 func plainLabel(l string) bool {
-	return l != "" && len(l) <= 63 && !strings.HasPrefix(l, "xn--")
+	return l != "" && len(l) <= 63 && !(len(l) >= 4 && l[0] == 'x' && l[1] == 'n' && l[2] == '-' && l[3] == '-')
 }
 
 // canonHost is CanonHost for any host.
