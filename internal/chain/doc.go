@@ -44,5 +44,14 @@
 // [Verify] checks a chain offline with the public key alone and tells a
 // chain cut short at the tail (a crash, or a suffix removed) from one
 // altered in the middle (a [*BreakError]). [Scan] reads the entries in
-// order for recheck.
+// order for recheck; [ScanMap] also runs a step on each entry on all cores
+// as the entries are decoded (recheck's new decision), and hands the
+// results on in order.
+//
+// Both readers share one pipeline: a goroutine reads the segment files in
+// blocks, workers parse whole blocks in parallel, and the caller's
+// goroutine checks the order (seq, links, checkpoints) block by block.
+// Verify hashes each line as its worker parses it and reads only seq, prev
+// and the stored hash from a signed line; Scan decodes every line strictly
+// and interns the strings that repeat from entry to entry.
 package chain
