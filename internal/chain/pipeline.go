@@ -26,7 +26,6 @@ var blockSize = 256 << 10
 // the reader's send and ready, it belongs to one worker; after ready, to
 // the walk.
 type chunk struct {
-	id       int // index among the pipeline's chunks, for per-chunk state of sinks
 	seg      int
 	buf      []byte // owned, reused
 	data     []byte // complete lines of the segment (and, at its end, a torn one)
@@ -68,8 +67,8 @@ func startPipeline(segs []segment, cfg *walkConfig) *pipeline {
 		ordered: make(chan *chunk, n),
 		quit:    make(chan struct{}),
 	}
-	for i := range n {
-		p.free <- &chunk{id: i, ready: make(chan struct{}, 1)}
+	for range n {
+		p.free <- &chunk{ready: make(chan struct{}, 1)}
 	}
 	p.wg.Go(p.read)
 	for k := range cfg.workers {
@@ -112,7 +111,7 @@ func (p *pipeline) read() {
 	}
 	fail := func(err error) {
 		if c := get(); c != nil {
-			*c = chunk{id: c.id, ready: c.ready, buf: c.buf, aux: c.aux, err: err}
+			*c = chunk{ready: c.ready, buf: c.buf, aux: c.aux, err: err}
 			c.ready <- struct{}{}
 			p.ordered <- c
 		}
@@ -154,7 +153,7 @@ func (p *pipeline) read() {
 				p.free <- c
 				continue
 			}
-			*c = chunk{id: c.id, ready: c.ready, seg: si, buf: c.buf, data: data, base: base, lines: k, segStart: first,
+			*c = chunk{ready: c.ready, seg: si, buf: c.buf, data: data, base: base, lines: k, segStart: first,
 				starts: c.starts, ends: c.ends, res: c.res, cks: c.cks, ents: c.ents, aux: c.aux}
 			first = false
 			if eof {
