@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -88,6 +89,7 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	debug.SetGCPercent(400) // one pass over every byte, keeping little
 	rep, err := chain.VerifyWith(dir, pub, &chain.VerifyOptions{AllSignatures: *all, Strict: true})
 	var be *chain.BreakError
 	switch {
