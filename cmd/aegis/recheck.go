@@ -85,7 +85,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d entries, %d flip, %d refused before the policy and kept\n", total, flips, kept)
+	fmt.Fprintf(stdout, "%d entries, %d flip, %d decided by aegis's own checks and kept\n", total, flips, kept)
 	ids := make([]string, 0, len(perRule))
 	for id := range perRule {
 		ids = append(ids, id)

@@ -276,8 +276,16 @@ func (g *runGate) inputSchema(p pin.Pin) ([]byte, error) {
 func (g *runGate) Result(ctx context.Context, c *proxy.Call, result json.RawMessage) (json.RawMessage, error) {
 	out, found, err := g.rec.Engine.Result(&gateway.ResultEvent{Session: g.session, Server: g.server, Tool: c.Tool, Result: result})
 	var refusal *gateway.Refusal
+	withheld := errors.As(err, &refusal)
+	// Findings enter the chain, by kind and location; a result whose
+	// findings cannot be recorded is withheld.
+	call := &gateway.Call{Session: g.session, Principal: g.principal, Roles: g.roles, Origin: g.origin, Server: g.server, Tool: c.Tool}
+	if rerr := g.rec.Result(ctx, call, found, withheld); rerr != nil {
+		g.logger.Error("recording a result", "tool", c.Tool, "err", rerr)
+		return nil, &proxy.Withheld{Reason: "its findings could not be recorded"}
+	}
 	switch {
-	case errors.As(err, &refusal):
+	case withheld:
 		fmt.Fprintf(g.stderr, "aegis: withheld a result of %s/%s: %v\n", g.server, c.Tool, err)
 		return nil, &proxy.Withheld{Reason: err.Error()}
 	case err != nil:

@@ -9,6 +9,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/policy"
 )
@@ -57,6 +58,46 @@ func (r *Recorder) Call(ctx context.Context, c *Call, schemaHash [32]byte) (Verd
 		return refused(&v), fmt.Errorf("recording the decision: %w", err)
 	}
 	return v, nil
+}
+
+// Result records what aegis did to a result that held secrets (R17): an
+// entry under rule aegis:dlp, allow when the result was passed on
+// (redacted, or reported) and deny when it was withheld, whose reason names
+// the findings by kind and location, never by value. c names the call the
+// result answers (its session, principal, server and tool); the entry has
+// no capabilities and no arguments hash.
+func (r *Recorder) Result(ctx context.Context, c *Call, found []dlp.Located, withheld bool) error {
+	if len(found) == 0 {
+		return nil
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	decision, what := policy.Allow, "passed on with secrets redacted or reported"
+	if withheld {
+		decision, what = policy.Deny, "withheld"
+	}
+	e := &chain.Entry{
+		Time:       now(),
+		Session:    c.Session,
+		Principal:  c.Principal,
+		Roles:      c.Roles,
+		Origin:     c.Origin.String(),
+		Server:     c.Server,
+		Tool:       c.Tool,
+		Taint:      c.Taint,
+		Caps:       []chain.Cap{},
+		Decision:   decision.String(),
+		Mode:       r.Engine.Policy().Mode().String(),
+		Rules:      []string{RuleDLP},
+		Reason:     "the result was " + what + ": " + findingsNote(found),
+		PolicyHash: r.Engine.Policy().Hash(),
+	}
+	if _, _, err := r.Log.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording the result's findings: %w", err)
+	}
+	return nil
 }
 
 // refused is the verdict of a call whose decision could not be recorded.
