@@ -63,7 +63,8 @@ func FuzzTake(f *testing.F) {
 		var minute []call  // the allowed calls while a per-minute cap was set
 		var turns []string // most recent first, as the counter keeps them
 		counts := map[string]int{}
-		var now time.Duration
+		var now, lastUse time.Duration
+		held := false // the store holds the session
 		for len(data) >= 3 {
 			op, a, b := data[0]%2, data[1], data[2]
 			data = data[3:]
@@ -81,6 +82,12 @@ func FuzzTake(f *testing.F) {
 				}
 				continue
 			}
+			// A session idle for IdleTTL is forgotten, and its caps start
+			// again from zero (documented in Take's package doc).
+			if held && now-lastUse >= DefaultIdleTTL {
+				allowed, minute, turns, counts = nil, nil, nil, map[string]int{}
+			}
+			held, lastUse = true, now
 			// The model: the turn moves to the front of the last turnSlots turns.
 			if i := slices.Index(turns, turn); i >= 0 {
 				turns = slices.Delete(turns, i, i+1)
