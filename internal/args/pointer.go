@@ -245,7 +245,10 @@ func (v Value) childHolding(target Value) (child Value, key string, idx int) {
 	return v.at(kids[m]), "", m
 }
 
-// appendToken appends name escaped as an RFC 6901 reference token.
+// AppendToken appends name escaped as an RFC 6901 reference token ('~' as
+// "~0", '/' as "~1").
+func AppendToken(b []byte, name string) []byte { return appendToken(b, name) }
+
 func appendToken(b []byte, name string) []byte {
 	for k := 0; k < len(name); k++ {
 		switch c := name[k]; c {

@@ -98,7 +98,7 @@ func (w *walker) locate(s string, inKey bool) {
 		if st.index >= 0 {
 			b = strconv.AppendInt(b, int64(st.index), 10)
 		} else {
-			b = appendToken(b, st.key)
+			b = args.AppendToken(b, st.key)
 		}
 	}
 	ptr := string(b)
@@ -112,21 +112,6 @@ next:
 		}
 		w.dst = append(w.dst, Located{Kind: f.Kind, Pointer: ptr, InKey: inKey})
 	}
-}
-
-// appendToken appends name escaped as an RFC 6901 reference token.
-func appendToken(b []byte, name string) []byte {
-	for k := 0; k < len(name); k++ {
-		switch c := name[k]; c {
-		case '~':
-			b = append(b, "~0"...)
-		case '/':
-			b = append(b, "~1"...)
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
 }
 
 // AppendRedacted appends v to dst as JSON with the findings whose kind satisfies redact

@@ -159,7 +159,7 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, siz
 		out = args.AppendString(out, key)
 		out = append(out, ':')
 	}
-	var placed uint64 // the set fields written in the model's member's place
+	var placed uint64 // the set fields written in the model's member's place (a flat tool has at most 64)
 	for i := range root.Len() {
 		k, v := root.Member(i)
 		if !t.touches(k) {
@@ -168,7 +168,7 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, siz
 			continue
 		}
 		for j := range t.Set {
-			if t.Set[j].toks[0] == k && j < 64 {
+			if t.Set[j].toks[0] == k {
 				member(k)
 				out = t.Set[j].node.appendJSON(out)
 				placed |= 1 << j
@@ -176,7 +176,7 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, siz
 		}
 	}
 	for j := range t.Set {
-		if j >= 64 || placed&(1<<j) == 0 {
+		if placed&(1<<j) == 0 {
 			member(t.Set[j].toks[0])
 			out = t.Set[j].node.appendJSON(out)
 		}

@@ -260,11 +260,11 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, args
 			}
 		}()
 	}
+	s := e.servers[c.Server] // prepare found it
 	found := v.Findings
 	v = e.decideShaped(req, c, v.Arguments)
-	v = withFindings(v, e.servers[c.Server], found)
+	v = withFindings(v, s, found)
 	if c.Refuse == nil {
-		s := e.servers[c.Server]
 		v = e.afterPolicy(ctx, v, c, s, s.Tools[c.Tool], &sc.doc, req.Origin, true)
 	} else {
 		v = Verdict{Effect: policy.Deny, Err: c.Refuse, Caps: v.Caps, Bound: v.Bound, Tier: v.Tier, Origin: v.Origin, Taint: v.Taint}
