@@ -324,6 +324,11 @@ func relativeCaps(t *Tool, root args.Value) ([]capability.Capability, Verdict, b
 	}
 	var caps []capability.Capability
 	for _, r := range t.RelativeURL {
+		// A key differing only in case would escape the check and reach a
+		// server that matches keys without case as the URL argument.
+		if key, ok := r.Pointer.CaseVariant(root); ok {
+			return nil, refuse(RuleRelativeURL, "argument %q differs from %s only in case", key, r.Pointer), false
+		}
 		var bad Verdict
 		failed := false
 		r.Pointer.Select(root, func(v args.Value, at args.Loc) {

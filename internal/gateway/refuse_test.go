@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/binding"
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/policy"
 )
@@ -157,5 +159,38 @@ func TestShapeAdversarial(t *testing.T) {
 	// The shared pinned value is never changed by a call's edits.
 	if got := string(e.servers["m"].Tools["send"].Set[0].node.appendJSON(nil)); got != `{"text":"via aegis"}` {
 		t.Errorf("the pinned value became %s", got)
+	}
+}
+
+// TestRelativeURLCaseVariant: "Path" where relative_url names /path is
+// refused, not left unchecked for a case-insensitive server to read.
+func TestRelativeURLCaseVariant(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: all, effect: allow, server: m}\n  - {id: web, effect: allow, capability: net.connect, host: \"class:public\"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := capability.ParseBaseURL("https://93.184.215.14/v1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "m", Bindings: binding.Table{"get": {Tool: "get"}}, Tools: map[string]*Tool{"get": {
+		RelativeURL: []RelativeURL{{Pointer: mustPointer(t, "/path"), Base: base}},
+	}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args string
+		want policy.Effect
+	}{
+		{`{"path":"a/b"}`, policy.Allow},
+		{`{"path":"https://evil.example/"}`, policy.Deny},
+		{`{"Path":"https://evil.example/"}`, policy.Deny},
+		{`{"PATH":"a/b"}`, policy.Deny},
+	} {
+		v := e.Check(context.Background(), &Call{Server: "m", Tool: "get", Arguments: []byte(tc.args)})
+		if v.Effect != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.args, v.Effect, v.Reason(), tc.want)
+		}
 	}
 }
