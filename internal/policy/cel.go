@@ -54,6 +54,7 @@ type celVars struct {
 	call    celCall
 	cap     celCap
 	capFrom *capability.Capability // the capability cap was filled from
+	cost    uint64                 // the cost of the fast evaluation so far
 }
 
 func (v *celVars) ResolveName(name string) (any, bool) {
@@ -126,6 +127,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 type condition struct {
 	text string
 	prg  cel.Program
+	fast fastBool // nil when the condition is outside the fast subset
 }
 
 // compileCondition type-checks expr; the error is one line.
@@ -152,12 +154,24 @@ func compileCondition(expr string) (*condition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad condition: %v", err)
 	}
-	return &condition{text: expr, prg: prg}, nil
+	return &condition{text: expr, prg: prg, fast: compileFast(ast.NativeRep())}, nil
 }
 
 // eval evaluates the condition; an error, including a result that is not
-// a boolean and an exceeded cost limit, is returned as such.
+// a boolean and an exceeded cost limit, is returned as such. The fast
+// evaluation answers where it can; cel-go answers the rest, errors among
+// them.
 func (c *condition) eval(v *celVars) (bool, error) {
+	if c.fast != nil {
+		if b, ok := c.fast(v); ok {
+			return b, nil
+		}
+	}
+	return c.evalCEL(v)
+}
+
+// evalCEL evaluates the condition with cel-go.
+func (c *condition) evalCEL(v *celVars) (bool, error) {
 	out, _, err := c.prg.Eval(v)
 	if err != nil {
 		return false, err
