@@ -88,7 +88,7 @@ func (a *Arg) derive(v args.Value, o *Options) (capability.Capability, error) {
 		if err != nil {
 			return capability.Capability{}, err
 		}
-		if o.RequireNFC && !norm.NFC.IsNormalString(s) {
+		if o.RequireNFC && !isASCII(s) && !norm.NFC.IsNormalString(s) {
 			return capability.Capability{}, errNotNFC
 		}
 		p, err := capability.CanonPath(s, &o.Path)
@@ -158,4 +158,25 @@ func stringValue(v args.Value) (string, error) {
 		return "", fmt.Errorf("want a string, got %s", v.Kind())
 	}
 	return v.Str(), nil
+}
+
+// isASCII reports whether s is ASCII, eight bytes at a time. ASCII text is
+// in NFC: no ASCII character decomposes or combines, so the normaliser,
+// which allocates, need not look.
+func isASCII(s string) bool {
+	const hi = 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if x&hi != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -272,4 +273,24 @@ func TestDeriveExecAndID(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzASCIIIsNFC holds the shortcut past the normaliser: whatever isASCII
+// passes, the normaliser calls NFC, and isASCII agrees with a byte loop.
+func FuzzASCIIIsNFC(f *testing.F) {
+	for _, s := range []string{"", "/home/a/x", "cafe\u0301", "caf\u00e9", "12345678\x80", "\x7f\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := true
+		for i := 0; i < len(s); i++ {
+			want = want && s[i] < 0x80
+		}
+		if got := isASCII(s); got != want {
+			t.Fatalf("isASCII(%q) = %v, want %v", s, got, want)
+		}
+		if want && !norm.NFC.IsNormalString(s) {
+			t.Fatalf("%q is ASCII but not NFC", s)
+		}
+	})
 }

@@ -29,8 +29,11 @@ var processDirs = [...]string{"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "
 // underProcess returns the process directory that the clean absolute path p
 // is in or under, or "".
 func underProcess(p string) string {
+	if len(p) < len("/proc") || p[1] != 'p' && p[1] != 'd' {
+		return "" // the common case, decided by one byte
+	}
 	for _, dir := range processDirs {
-		if PathUnder(p, dir) {
+		if strings.HasPrefix(p, dir) && (len(p) == len(dir) || p[len(dir)] == '/') {
 			return dir
 		}
 	}
@@ -104,7 +107,9 @@ func CanonPath(raw string, o *PathOptions) (string, error) {
 		return "", err
 	}
 	if o.Readlink == nil {
-		p = path.Clean(p)
+		if !isClean(p) {
+			p = path.Clean(p)
+		}
 		if dir := underProcess(p); dir != "" {
 			return "", fmt.Errorf("path %q is under %s, which is %w: it names the process that opens it", raw, dir, ErrAmbiguous)
 		}
@@ -130,14 +135,15 @@ func CanonPath(raw string, o *PathOptions) (string, error) {
 // checkPath refuses what no canonical form exists for and expands "~". The
 // result is absolute but not clean.
 func checkPath(raw, home string) (string, error) {
+	plain := asciiNoNUL(raw) // then it has no NUL and is valid UTF-8
 	switch {
 	case raw == "":
 		return "", errors.New("empty path")
 	case len(raw) > maxPathLen:
 		return "", fmt.Errorf("path of %d bytes is too long (at most %d)", len(raw), maxPathLen)
-	case strings.IndexByte(raw, 0) >= 0:
+	case !plain && strings.IndexByte(raw, 0) >= 0:
 		return "", fmt.Errorf("path %q contains a NUL byte", raw)
-	case !utf8.ValidString(raw):
+	case !plain && !utf8.ValidString(raw):
 		return "", fmt.Errorf("path %q is not valid UTF-8", raw)
 	case len(raw) >= 5 && strings.EqualFold(raw[:5], "file:"):
 		return "", fmt.Errorf("path %q is a file: URL, not a path", raw)
@@ -160,6 +166,67 @@ func checkPath(raw, home string) (string, error) {
 		return "", fmt.Errorf("path %q is not absolute", raw)
 	}
 	return p, nil
+}
+
+// isClean reports whether the absolute path p is already what path.Clean
+// returns for it: no empty, "." or ".." component and no trailing slash
+// ("/" itself is clean). Most path arguments are, and telling so takes one
+// look at the byte after each slash, where path.Clean copies every byte.
+func isClean(p string) bool {
+	if p == "/" {
+		return true
+	}
+	if p == "" {
+		return false
+	}
+	for i := 0; i < len(p); {
+		if p[i] != '/' {
+			return false // only a relative path or a bug gets here
+		}
+		// p[i+1:] is the next component: not empty, ".", nor "..".
+		rest := p[i+1:]
+		j := strings.IndexByte(rest, '/')
+		if j < 0 {
+			j = len(rest)
+		}
+		switch rest[:j] {
+		case "", ".", "..":
+			return false
+		}
+		i += 1 + j
+	}
+	return true
+}
+
+// trimSlashes is strings.TrimRight(p, "/"), without its call for the usual
+// path that has no trailing slash.
+func trimSlashes(p string) string {
+	for len(p) > 0 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+// asciiNoNUL reports whether s is ASCII without a NUL byte, eight bytes at a
+// time: such a string is valid UTF-8 and needs no search for NUL.
+func asciiNoNUL(s string) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// A byte is 0 or has its high bit set: x-lo borrows into the high bit of
+		// the lowest zero byte, and x itself has a high bit set.
+		if (x|(x-lo))&hi != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] == 0 || s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func lengthOK(raw, p string) (string, error) {
@@ -258,8 +325,7 @@ func PathUnder(path, dir string) bool {
 	if path == "" || dir == "" || path[0] != '/' || dir[0] != '/' {
 		return false
 	}
-	path = strings.TrimRight(path, "/")
-	dir = strings.TrimRight(dir, "/")
+	path, dir = trimSlashes(path), trimSlashes(dir)
 	if dir == "" { // the root
 		return true
 	}

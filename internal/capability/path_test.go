@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -627,6 +628,88 @@ func BenchmarkCanonPath(b *testing.B) {
 			if _, err := CanonPath("/srv/allowed/keys/id_rsa", opts); err != nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// underProcessRef is underProcess as first written, the reference for its
+// one-byte shortcut.
+func underProcessRef(p string) string {
+	for _, dir := range processDirs {
+		if PathUnder(p, dir) {
+			return dir
+		}
+	}
+	return ""
+}
+
+func TestIsClean(t *testing.T) {
+	tests := []struct {
+		name string
+		p    string
+		want bool
+	}{
+		{name: "root", p: "/", want: true},
+		{name: "empty", p: "", want: false},
+		{name: "plain", p: "/home/a/x.go", want: true},
+		{name: "dots in names", p: "/a/.x/..y/.../b.", want: true},
+		{name: "double slash", p: "/a//b", want: false},
+		{name: "leading double slash", p: "//a", want: false},
+		{name: "trailing slash", p: "/a/", want: false},
+		{name: "dot", p: "/a/./b", want: false},
+		{name: "final dot", p: "/a/.", want: false},
+		{name: "dotdot", p: "/a/../b", want: false},
+		{name: "final dotdot", p: "/a/..", want: false},
+		{name: "dotdot at root", p: "/..", want: false},
+		{name: "relative", p: "a/b", want: false},
+		{name: "backslash is a byte", p: `/a\..\b`, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isClean(tt.p); got != tt.want {
+				t.Errorf("isClean(%q) = %v, want %v", tt.p, got, tt.want)
+			}
+			if ref := strings.HasPrefix(tt.p, "/") && path.Clean(tt.p) == tt.p; ref != tt.want {
+				t.Errorf("the reference says %v for %q: the table is wrong", ref, tt.p)
+			}
+		})
+	}
+}
+
+// FuzzIsClean holds the shortcuts of lexical canonicalisation to their
+// references: isClean to path.Clean, underProcess to PathUnder.
+func FuzzIsClean(f *testing.F) {
+	for _, s := range []string{"/", "", "/a/b", "/a//b", "/a/./b", "/a/../b", "/a/", "/..", "/...", "//", "/proc", "/proc/", "/procx", "/dev/fd/0", "/dev/stdin", "/dev/std", "//proc", "proc"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		want := strings.HasPrefix(p, "/") && path.Clean(p) == p
+		if got := isClean(p); got != want {
+			t.Fatalf("isClean(%q) = %v, path.Clean says %v", p, got, want)
+		}
+		if got, want := underProcess(p), underProcessRef(p); got != want {
+			t.Fatalf("underProcess(%q) = %q, reference %q", p, got, want)
+		}
+	})
+}
+
+// FuzzASCIINoNUL holds the word-at-a-time test to a byte loop.
+func FuzzASCIINoNUL(f *testing.F) {
+	for _, s := range []string{"", "a", "/home/a/projects/x.go", "/home/a/\x00rojects", "/home/a/projécts", "\x80", "\x01\x7f", "12345678\x00", "1234567\xff9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := true
+		for i := 0; i < len(s); i++ {
+			if s[i] == 0 || s[i] >= 0x80 {
+				want = false
+			}
+		}
+		if got := asciiNoNUL(s); got != want {
+			t.Fatalf("asciiNoNUL(%q) = %v, want %v", s, got, want)
+		}
+		if want && (strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s)) {
+			t.Fatalf("%q passes asciiNoNUL but has a NUL or is not UTF-8", s)
 		}
 	})
 }
