@@ -154,7 +154,7 @@ func aegisRun(config, server string, serverCmd ...string) []string {
 // tempDir returns a new temporary directory with every symbolic link in its
 // name resolved, so that paths the test builds are the canonical ones aegis
 // derives.
-func tempDir(t *testing.T) string {
+func tempDir(t testing.TB) string {
 	t.Helper()
 	d, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,15 +23,45 @@ type allowGate struct{}
 
 func (allowGate) Call(context.Context, *Call) (Verdict, error) { return Verdict{Forward: true}, nil }
 
-func connectCommand(b *testing.B, cmd string) *mcp.ClientSession {
+func connectCommand(b *testing.B, role string) *mcp.ClientSession {
+	cs, _ := connectChild(b, role)
+	return cs
+}
+
+// connectChild connects the Go SDK client to a child process playing role,
+// and returns the child's pid too.
+func connectChild(b *testing.B, role string) (*mcp.ClientSession, int) {
 	b.Helper()
+	cmd := child(role)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.CommandTransport{Command: child(cmd)}, nil)
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cs.Close() })
-	return cs
+	return cs, cmd.Process.Pid
+}
+
+// cpuTime returns the CPU time (user and system) process pid has used so
+// far, from /proc, in clock ticks of 10 ms; zero where /proc is missing.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name (which may hold spaces) are
+	// space-separated; utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 var echoParams = &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello"}}
@@ -84,13 +117,16 @@ func BenchmarkRelayThroughCopy(b *testing.B) { benchRoundTrip(b, "copy") }
 func BenchmarkRelayAddedLatency(b *testing.B) {
 	roles := []string{"demo", "copy", "relay"}
 	sessions := make([]*mcp.ClientSession, len(roles))
+	pids := make([]int, len(roles))
+	cpu := make([]time.Duration, len(roles))
 	times := make([][]time.Duration, len(roles))
 	for i, role := range roles {
-		sessions[i] = connectCommand(b, role)
+		sessions[i], pids[i] = connectChild(b, role)
 		for range 50 {
 			timedCall(b, sessions[i])
 		}
 		times[i] = make([]time.Duration, 0, b.N)
+		cpu[i] = cpuTime(pids[i])
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -98,6 +134,14 @@ func BenchmarkRelayAddedLatency(b *testing.B) {
 			times[i] = append(times[i], timedCall(b, cs))
 		}
 	}
+	b.StopTimer()
+	for i := range cpu {
+		cpu[i] = cpuTime(pids[i]) - cpu[i]
+	}
+	// The CPU the process in the middle spent per call (its own, not the
+	// server's): steadier than latency on a busy machine.
+	b.ReportMetric(micros(cpu[1])/float64(b.N), "µs-cpu-copy")
+	b.ReportMetric(micros(cpu[2])/float64(b.N), "µs-cpu-aegis")
 	direct, cp, aegis := median(times[0]), median(times[1]), median(times[2])
 	b.ReportMetric(micros(direct), "µs-direct")
 	b.ReportMetric(micros(cp), "µs-copy")

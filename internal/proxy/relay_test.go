@@ -351,6 +351,18 @@ func TestRelayCancellation(t *testing.T) {
 			t.Errorf("gate context (-want +got)\n%s", diff)
 		}
 	})
+	t.Run("a call and its cancellation read in one piece", func(t *testing.T) {
+		// Both lines arrive in one write, so the reader finds the
+		// cancellation buffered and hands the reading on before deciding.
+		gate := &testGate{block: make(chan struct{})}
+		h := newHarness(t, gate)
+		h.fromClient(call + "\n" + cancel)
+		h.barrier(1)
+		h.r.gates.Wait()
+		if diff := cmp.Diff([]error{errCanceled}, gate.ctxErr, cmpErrors); diff != "" {
+			t.Errorf("gate context (-want +got)\n%s", diff)
+		}
+	})
 	t.Run("a cancellation does not overtake its call", func(t *testing.T) {
 		gate := &ignoringGate{release: make(chan struct{})}
 		h := newHarness(t, gate)

@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The latency aegis adds to one tools/call, end to end: the official Go SDK
+// client calls read_file of the bundled demo server directly, through a
+// process that only copies bytes, and through `aegis run` with the whole
+// pipeline (decode, checks, derive, decide, the chain entry, the envelope);
+// calls alternate, so every path sees the same machine.
+
+const latencyConfig = `version: 1
+home: @HOME@
+policy: policy.yaml
+servers:
+  demo:
+    bindings: bindings.yaml
+    schema: off
+`
+
+const latencyBindings = `version: 1
+tools:
+  read_file:
+    tier: data-read
+    args: [{pointer: /path, kind: fs.read}]
+`
+
+const latencyPolicy = `version: 1
+rules:
+  - {id: demo-tools, effect: allow, server: demo, tool: read_file}
+  - {id: projects, effect: allow, capability: fs.read, path_under: "~/projects"}
+  - {id: no-ssh, effect: deny, capability: [fs.read, fs.write], path_under: "~/.ssh"}
+`
+
+// copyRole makes the test binary, run with this variable set, a process
+// that starts the command in its arguments and copies bytes both ways.
+const copyRole = "AEGIS_E2E_COPY"
+
+func init() {
+	if os.Getenv(copyRole) == "" {
+		return
+	}
+	args := strings.Split(os.Getenv(copyRole), "\x1f")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err1 := cmd.StdinPipe()
+	out, err2 := cmd.StdoutPipe()
+	if err1 != nil || err2 != nil || cmd.Start() != nil {
+		os.Exit(1)
+	}
+	go func() { io.Copy(in, os.Stdin); in.Close() }()
+	io.Copy(os.Stdout, out)
+	cmd.Wait()
+	os.Exit(0)
+}
+
+type latencyPath struct {
+	name string
+	argv []string
+	env  []string
+	cs   *mcp.ClientSession
+	pid  int
+	ds   []time.Duration
+	cpu  time.Duration
+}
+
+// BenchmarkRunAddedLatency reports the median round trip of each path and
+// what aegis adds: µs-added-shm with its state (chain, envelopes) on tmpfs,
+// where an fsync costs nothing, and µs-added-disk on this machine's disk,
+// where every call waits for the fsync that makes its decision durable
+// (R25) — µs-fsync is one such fsync of a 1 KB record, measured in the same
+// run. CPU per call of the process in the middle is reported too: it is
+// steadier than latency on a busy machine.
+func BenchmarkRunAddedLatency(b *testing.B) {
+	dir := tempDir(b)
+	root := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(root, "projects"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "projects", "notes.md"), []byte("Meeting notes: ship the firewall.\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"aegis.yaml": strings.ReplaceAll(latencyConfig, "@HOME@", root), "bindings.yaml": latencyBindings, "policy.yaml": latencyPolicy,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "aegis-bench-")
+	if err != nil {
+		b.Skipf("no /dev/shm: %v", err)
+	}
+	b.Cleanup(func() { os.RemoveAll(shm) })
+	server := []string{aegisBin, "demo-server", "--root", root}
+	env := baseEnv(root, filepath.Join(dir, "state"))
+	run := aegisRun(filepath.Join(dir, "aegis.yaml"), "demo", server...)
+	paths := []*latencyPath{
+		{name: "direct", argv: server, env: env},
+		{name: "copy", argv: []string{os.Args[0], "-test.run=^$"}, env: append(slices.Clone(env), copyRole+"="+strings.Join(server, "\x1f"))},
+		{name: "shm", argv: run, env: baseEnv(root, shm)},
+		{name: "disk", argv: run, env: env},
+	}
+	params := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": filepath.Join(root, "projects", "notes.md")}}
+	call := func(p *latencyPath) time.Duration {
+		start := time.Now()
+		res, err := p.cs.CallTool(context.Background(), params)
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("%s: CallTool: %v %v", p.name, res, err)
+		}
+		return d
+	}
+	for _, p := range paths {
+		cmd := exec.Command(p.argv[0], p.argv[1:]...)
+		cmd.Env = p.env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		p.cs, err = mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+			Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil)
+		if err != nil {
+			b.Fatalf("%s: %v\n%s", p.name, err, stderr.String())
+		}
+		b.Cleanup(func() { p.cs.Close() })
+		p.pid = cmd.Process.Pid
+		for range 50 {
+			call(p)
+		}
+		p.ds = make([]time.Duration, 0, b.N)
+		p.cpu = cpuTime(p.pid)
+	}
+	fsyncs := make([]time.Duration, 0, b.N)
+	sync := syncer(b, dir)
+	b.ResetTimer()
+	for range b.N {
+		for _, p := range paths {
+			p.ds = append(p.ds, call(p))
+		}
+		fsyncs = append(fsyncs, sync())
+	}
+	b.StopTimer()
+	med := map[string]time.Duration{}
+	for _, p := range paths {
+		med[p.name] = median(p.ds)
+		b.ReportMetric(micros(med[p.name]), "µs-"+p.name)
+		if p.name != "direct" {
+			b.ReportMetric(micros(cpuTime(p.pid)-p.cpu)/float64(b.N), "µs-cpu-"+p.name)
+		}
+	}
+	b.ReportMetric(micros(med["copy"]-med["direct"]), "µs-added-copy")
+	b.ReportMetric(micros(med["shm"]-med["direct"]), "µs-added-shm")
+	b.ReportMetric(micros(med["disk"]-med["direct"]), "µs-added-disk")
+	b.ReportMetric(micros(median(fsyncs)), "µs-fsync")
+}
+
+// syncer returns a function that appends a 1 KB record to a file in dir and
+// fdatasyncs it, returning how long that took.
+func syncer(b *testing.B, dir string) func() time.Duration {
+	f, err := os.OpenFile(filepath.Join(dir, "fsync-probe"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	rec := bytes.Repeat([]byte{'x'}, 1023)
+	rec = append(rec, '\n')
+	return func() time.Duration {
+		start := time.Now()
+		if _, err := f.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// cpuTime returns the CPU time (user and system) process pid has used so
+// far, from /proc, in clock ticks; zero where /proc is missing.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold spaces
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
