@@ -48,55 +48,77 @@ type celCap struct {
 	ID      string   `cel:"id"`
 }
 
-// celVars is the activation of one evaluation. It is built once per
-// Decide, and only when a rule with a condition is reached.
+// celVars holds what the conditions of one Decide evaluate: the request
+// and the capability being decided. It is created when the first
+// condition is reached; the fast evaluation reads the request and the
+// capability directly, and the cel-go activation is built only when
+// cel-go is needed.
 type celVars struct {
+	req  *Request
+	c    *capability.Capability // nil for an action rule
+	cost uint64                 // the cost of the fast evaluation so far
+	act  *celActivation
+}
+
+// celActivation is the activation cel-go evaluates.
+type celActivation struct {
 	call    celCall
 	cap     celCap
 	capFrom *capability.Capability // the capability cap was filled from
-	cost    uint64                 // the cost of the fast evaluation so far
+	filled  bool                   // cap was filled (from capFrom)
 }
 
-func (v *celVars) ResolveName(name string) (any, bool) {
+func (a *celActivation) ResolveName(name string) (any, bool) {
 	switch name {
 	case "call":
-		return &v.call, true
+		return &a.call, true
 	case "cap":
-		return &v.cap, true
+		return &a.cap, true
 	}
 	return nil, false
 }
 
-func (v *celVars) Parent() interpreter.Activation { return nil }
+func (a *celActivation) Parent() interpreter.Activation { return nil }
 
 func newCELVars(req *Request) *celVars {
-	v := &celVars{call: celCall{
-		Server:    req.Server,
-		Tool:      req.Tool,
-		Principal: req.Principal,
-		Roles:     req.Roles,
-		Origin:    req.Origin.String(),
-		Taint:     req.Taint,
-		Tier:      effectiveTier(req.Tier).String(),
-	}}
-	if v.call.Roles == nil {
-		v.call.Roles = []string{}
-	}
-	v.cap.Argv = []string{}
-	return v
+	return &celVars{req: req}
 }
 
 // setCap points the cap variable at c (nil for an action rule).
 func (v *celVars) setCap(c *capability.Capability) {
-	if v.capFrom == c && c != nil {
-		return
+	v.c = c
+}
+
+// activation returns the cel-go activation for the request and the
+// current capability.
+func (v *celVars) activation() *celActivation {
+	a := v.act
+	if a == nil {
+		req := v.req
+		a = &celActivation{call: celCall{
+			Server:    req.Server,
+			Tool:      req.Tool,
+			Principal: req.Principal,
+			Roles:     req.Roles,
+			Origin:    req.Origin.String(),
+			Taint:     req.Taint,
+			Tier:      effectiveTier(req.Tier).String(),
+		}}
+		if a.call.Roles == nil {
+			a.call.Roles = []string{}
+		}
+		v.act = a
 	}
-	v.capFrom = c
+	if a.filled && a.capFrom == v.c {
+		return a
+	}
+	a.filled, a.capFrom = true, v.c
+	c := v.c
 	if c == nil {
-		v.cap = celCap{Argv: []string{}}
-		return
+		a.cap = celCap{Argv: []string{}}
+		return a
 	}
-	v.cap = celCap{
+	a.cap = celCap{
 		Kind:    c.Kind.String(),
 		Path:    c.Path,
 		Scheme:  c.Scheme,
@@ -109,9 +131,10 @@ func (v *celVars) setCap(c *capability.Capability) {
 		IDKind:  c.IDKind,
 		ID:      c.ID,
 	}
-	if v.cap.Argv == nil {
-		v.cap.Argv = []string{}
+	if a.cap.Argv == nil {
+		a.cap.Argv = []string{}
 	}
+	return a
 }
 
 var celEnv = sync.OnceValues(func() (*cel.Env, error) {
@@ -163,6 +186,7 @@ func compileCondition(expr string) (*condition, error) {
 // them.
 func (c *condition) eval(v *celVars) (bool, error) {
 	if c.fast != nil {
+		v.cost = 0
 		if b, ok := c.fast(v); ok {
 			return b, nil
 		}
@@ -172,7 +196,7 @@ func (c *condition) eval(v *celVars) (bool, error) {
 
 // evalCEL evaluates the condition with cel-go.
 func (c *condition) evalCEL(v *celVars) (bool, error) {
-	out, _, err := c.prg.Eval(v)
+	out, _, err := c.prg.Eval(v.activation())
 	if err != nil {
 		return false, err
 	}

@@ -66,17 +66,10 @@ func mulSat(x, y uint64) uint64 {
 }
 
 // compileFast compiles the checked condition a, or returns nil when it is
-// outside the subset.
+// outside the subset. The caller MUST zero v.cost before each evaluation.
 func compileFast(a *celast.AST) fastBool {
 	c := fastCompiler{a: a}
-	f := c.boolean(a.Expr())
-	if f == nil {
-		return nil
-	}
-	return func(v *celVars) (bool, bool) {
-		v.cost = 0
-		return f(v)
-	}
+	return c.boolean(a.Expr())
 }
 
 type fastCompiler struct {
@@ -169,9 +162,9 @@ func (c *fastCompiler) boolean(e celast.Expr) fastBool {
 		}
 		switch name {
 		case "call.taint":
-			return func(v *celVars) (bool, bool) { return v.call.Taint, v.charge(2) }
+			return func(v *celVars) (bool, bool) { return v.req.Taint, v.charge(2) }
 		case "cap.shell":
-			return func(v *celVars) (bool, bool) { return v.cap.Shell, v.charge(2) }
+			return func(v *celVars) (bool, bool) { return v.c != nil && v.c.Shell, v.charge(2) }
 		}
 		return nil
 	case celast.CallKind:
@@ -284,6 +277,9 @@ func (c *fastCompiler) boolCall(e celast.Expr) fastBool {
 		if x == nil || y == nil {
 			return nil
 		}
+		if p, ok := literal(ops[1]); ok {
+			return searchLiteral(overload, x, p)
+		}
 		switch overload {
 		case "starts_with_string":
 			return func(v *celVars) (bool, bool) {
@@ -354,6 +350,42 @@ func (c *fastCompiler) boolCall(e celast.Expr) fastBool {
 		return nil // no bool lists
 	}
 	return nil
+}
+
+// literal returns the value of a string literal.
+func literal(e celast.Expr) (string, bool) {
+	if e.Kind() != celast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
+}
+
+// searchLiteral is startsWith, endsWith or contains of a literal p, the
+// commonest conditions, with p's cost charged at once.
+func searchLiteral(overload string, x fastString, p string) fastBool {
+	// The call and the literal.
+	cost := 2 + traversal(len(p))
+	switch overload {
+	case "starts_with_string":
+		return func(v *celVars) (bool, bool) {
+			s, ok := x(v)
+			return strings.HasPrefix(s, p), ok && v.charge(cost)
+		}
+	case "ends_with_string":
+		return func(v *celVars) (bool, bool) {
+			s, ok := x(v)
+			return strings.HasSuffix(s, p), ok && v.charge(cost)
+		}
+	}
+	pCost := traversal(len(p))
+	return func(v *celVars) (bool, bool) {
+		s, ok := x(v)
+		if !ok || !v.charge(2+mulSat(traversal(len(s)), pCost)) {
+			return false, false
+		}
+		return strings.Contains(s, p), true
+	}
 }
 
 var intComparisons = map[string]func(a, b int64) bool{
@@ -500,6 +532,15 @@ func (c *fastCompiler) str(e celast.Expr) fastString {
 		if get == nil {
 			return nil
 		}
+		if name == "cap.path" {
+			// The field conditions read most.
+			return func(v *celVars) (string, bool) {
+				if v.c == nil {
+					return "", v.charge(2)
+				}
+				return v.c.Path, v.charge(2)
+			}
+		}
 		return func(v *celVars) (string, bool) { return get(v), v.charge(2) }
 	case celast.CallKind:
 		call, overload, ok := c.call(e)
@@ -524,20 +565,61 @@ func (c *fastCompiler) str(e celast.Expr) fastString {
 	return nil
 }
 
+// stringFields read the string fields as celActivation has them.
 var stringFields = map[string]func(*celVars) string{
-	"call.server":    func(v *celVars) string { return v.call.Server },
-	"call.tool":      func(v *celVars) string { return v.call.Tool },
-	"call.principal": func(v *celVars) string { return v.call.Principal },
-	"call.origin":    func(v *celVars) string { return v.call.Origin },
-	"call.tier":      func(v *celVars) string { return v.call.Tier },
-	"cap.kind":       func(v *celVars) string { return v.cap.Kind },
-	"cap.path":       func(v *celVars) string { return v.cap.Path },
-	"cap.scheme":     func(v *celVars) string { return v.cap.Scheme },
-	"cap.host":       func(v *celVars) string { return v.cap.Host },
-	"cap.url":        func(v *celVars) string { return v.cap.URL },
-	"cap.program":    func(v *celVars) string { return v.cap.Program },
-	"cap.id_kind":    func(v *celVars) string { return v.cap.IDKind },
-	"cap.id":         func(v *celVars) string { return v.cap.ID },
+	"call.server":    func(v *celVars) string { return v.req.Server },
+	"call.tool":      func(v *celVars) string { return v.req.Tool },
+	"call.principal": func(v *celVars) string { return v.req.Principal },
+	"call.origin":    func(v *celVars) string { return v.req.Origin.String() },
+	"call.tier":      func(v *celVars) string { return effectiveTier(v.req.Tier).String() },
+	"cap.kind": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.Kind.String()
+	},
+	"cap.path": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.Path
+	},
+	"cap.scheme": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.Scheme
+	},
+	"cap.host": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.Host
+	},
+	"cap.url": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.URL
+	},
+	"cap.program": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.Program
+	},
+	"cap.id_kind": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.IDKind
+	},
+	"cap.id": func(v *celVars) string {
+		if v.c == nil {
+			return ""
+		}
+		return v.c.ID
+	},
 }
 
 func (c *fastCompiler) integer(e celast.Expr) fastInt {
@@ -555,7 +637,12 @@ func (c *fastCompiler) integer(e celast.Expr) fastInt {
 		if name, ok := c.field(e); !ok || name != "cap.port" {
 			return nil
 		}
-		return func(v *celVars) (int64, bool) { return v.cap.Port, v.charge(2) }
+		return func(v *celVars) (int64, bool) {
+			if v.c == nil {
+				return 0, v.charge(2)
+			}
+			return int64(v.c.Port), v.charge(2)
+		}
 	case celast.CallKind:
 		call, overload, ok := c.call(e)
 		if !ok {
@@ -617,9 +704,14 @@ func (c *fastCompiler) strings(e celast.Expr) fastStrings {
 		}
 		switch name {
 		case "call.roles":
-			return func(v *celVars) ([]string, bool) { return v.call.Roles, v.charge(2) }
+			return func(v *celVars) ([]string, bool) { return v.req.Roles, v.charge(2) }
 		case "cap.argv":
-			return func(v *celVars) ([]string, bool) { return v.cap.Argv, v.charge(2) }
+			return func(v *celVars) ([]string, bool) {
+				if v.c == nil {
+					return nil, v.charge(2)
+				}
+				return v.c.Argv, v.charge(2)
+			}
 		}
 	case celast.ListKind:
 		return literals(c, e, func(l types.String) string { return string(l) })
