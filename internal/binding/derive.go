@@ -165,13 +165,19 @@ func stringValue(v args.Value) (string, error) {
 // which allocates, need not look.
 func isASCII(s string) bool {
 	const hi = 0x8080808080808080
+	word := func(i int) uint64 {
+		b := s[i : i+8] // one load, once the compiler sees eight bytes
+		return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	}
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if x&hi != 0 {
+		if word(i)&hi != 0 {
 			return false
 		}
+	}
+	if i < len(s) && len(s) >= 8 { // the rest, in the word that ends s
+		return word(len(s)-8)&hi == 0
 	}
 	for ; i < len(s); i++ {
 		if s[i] >= 0x80 {

@@ -170,32 +170,68 @@ func checkPath(raw, home string) (string, error) {
 
 // isClean reports whether the absolute path p is already what path.Clean
 // returns for it: no empty, "." or ".." component and no trailing slash
-// ("/" itself is clean). Most path arguments are, and telling so takes one
-// look at the byte after each slash, where path.Clean copies every byte.
+// ("/" itself is clean). Most path arguments are, and telling so takes a
+// look at the byte after each slash, eight bytes at a time, where
+// path.Clean copies every byte.
 func isClean(p string) bool {
 	if p == "/" {
 		return true
 	}
-	if p == "" {
+	n := len(p)
+	if n == 0 || p[0] != '/' || p[n-1] == '/' {
 		return false
 	}
-	for i := 0; i < len(p); {
-		if p[i] != '/' {
-			return false // only a relative path or a bug gets here
+	// Each byte after a slash must start a name other than "." or "..": a
+	// slash or a dot there is looked at closely, which is rare.
+	i := 0
+	for ; i+9 <= n; i += 8 {
+		w, next := load64(p, i), load64(p, i+1)
+		if zeroBytes(w^slashBytes)&(zeroBytes(next^slashBytes)|zeroBytes(next^dotBytes)) != 0 {
+			if !cleanAfterSlashes(p, i, i+8) {
+				return false
+			}
 		}
-		// p[i+1:] is the next component: not empty, ".", nor "..".
-		rest := p[i+1:]
-		j := strings.IndexByte(rest, '/')
-		if j < 0 {
-			j = len(rest)
+	}
+	return cleanAfterSlashes(p, i, n-1)
+}
+
+// cleanAfterSlashes checks the components that start after the slashes in
+// p[from:to] (to < len(p)).
+func cleanAfterSlashes(p string, from, to int) bool {
+	for j := from; j < to; j++ {
+		if p[j] != '/' {
+			continue
 		}
-		switch rest[:j] {
+		name := p[j+1:]
+		if k := strings.IndexByte(name, '/'); k >= 0 {
+			name = name[:k]
+		}
+		switch name {
 		case "", ".", "..":
 			return false
 		}
-		i += 1 + j
 	}
 	return true
+}
+
+// SWAR constants: a byte of ones, the low seven bits of each byte, each
+// byte a slash, each a dot.
+const (
+	bytes01    = 0x0101010101010101
+	bytes7f    = 0x7f7f7f7f7f7f7f7f
+	bytes80    = 0x8080808080808080
+	slashBytes = '/' * bytes01
+	dotBytes   = '.' * bytes01
+)
+
+// zeroBytes sets the high bit of each zero byte of w, and only those.
+func zeroBytes(w uint64) uint64 { return ^((w&bytes7f + bytes7f) | w | bytes7f) }
+
+// load64 returns s[i:i+8] as a little-endian word.
+func load64(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // trimSlashes is strings.TrimRight(p, "/"), without its call for the usual
@@ -210,16 +246,16 @@ func trimSlashes(p string) string {
 // asciiNoNUL reports whether s is ASCII without a NUL byte, eight bytes at a
 // time: such a string is valid UTF-8 and needs no search for NUL.
 func asciiNoNUL(s string) bool {
-	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		// A byte is 0 or has its high bit set: x-lo borrows into the high bit of
-		// the lowest zero byte, and x itself has a high bit set.
-		if (x|(x-lo))&hi != 0 {
+		w := load64(s, i)
+		if (w|zeroBytes(w))&bytes80 != 0 {
 			return false
 		}
+	}
+	if i < len(s) && len(s) >= 8 { // the rest, in the word that ends s
+		w := load64(s, len(s)-8)
+		return (w|zeroBytes(w))&bytes80 == 0
 	}
 	for ; i < len(s); i++ {
 		if s[i] == 0 || s[i] >= 0x80 {

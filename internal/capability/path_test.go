@@ -713,3 +713,28 @@ func FuzzASCIINoNUL(f *testing.F) {
 		}
 	})
 }
+
+// TestIsCleanExhaustive checks isClean against path.Clean on every string of
+// '/', '.' and 'a' up to 11 bytes: every way slashes and dots can meet,
+// across the eight-byte words isClean reads.
+func TestIsCleanExhaustive(t *testing.T) {
+	const alphabet = "/.a"
+	buf := make([]byte, 0, 11)
+	var walk func()
+	walk = func() {
+		p := string(buf)
+		want := strings.HasPrefix(p, "/") && path.Clean(p) == p
+		if got := isClean(p); got != want {
+			t.Fatalf("isClean(%q) = %v, path.Clean says %v", p, got, want)
+		}
+		if len(buf) == cap(buf) {
+			return
+		}
+		for i := range len(alphabet) {
+			buf = append(buf, alphabet[i])
+			walk()
+			buf = buf[:len(buf)-1]
+		}
+	}
+	walk()
+}

@@ -29,7 +29,12 @@ const (
 )
 
 func refuse(rule string, format string, a ...any) Verdict {
-	return deny(&Refusal{Rule: rule, Err: fmt.Errorf(format, a...)})
+	return deny(refusal(rule, format, a...))
+}
+
+// refusal is the error of a refusal by one of aegis's own rules.
+func refusal(rule string, format string, a ...any) error {
+	return &Refusal{Rule: rule, Err: fmt.Errorf(format, a...)}
 }
 
 // sessionFacts merges what the call says of its session with what the
@@ -64,10 +69,10 @@ func (e *Engine) sessionFacts(c *Call) (policy.Origin, bool) {
 // strings are neutralised; pinned fields are set or cleared and identity
 // fields injected. When anything changed, doc is re-decoded from the
 // shaped arguments, which it returns; otherwise it returns cur.
-func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, Verdict, bool) {
+func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, error) {
 	out := cur
 	if t == nil && s.Templates == nil {
-		return out, Verdict{}, true
+		return out, nil
 	}
 	root := doc.Root()
 	if t != nil {
@@ -75,7 +80,7 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 			found := false
 			f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
 			if _, variant := f.Pointer.CaseVariant(root); found || variant {
-				return nil, refuse(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer), false
+				return nil, refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
 			}
 		}
 		// A key that differs from a pinned or cleared field's only in case
@@ -83,12 +88,12 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 		// (Go's encoding/json, ASP.NET) would read it as that field.
 		for _, a := range t.Set {
 			if key, ok := a.Pointer.CaseVariant(root); ok {
-				return nil, refuse(RuleShape, "argument %q differs from the pinned field %s only in case", key, a.Pointer), false
+				return nil, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key, a.Pointer)
 			}
 		}
 		for _, p := range t.Clear {
 			if key, ok := p.CaseVariant(root); ok {
-				return nil, refuse(RuleShape, "argument %q differs from the cleared field %s only in case", key, p), false
+				return nil, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key, p)
 			}
 		}
 	}
@@ -96,21 +101,21 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 	if s.Templates != nil {
 		rewritten, _, err := s.Templates.NeutraliseJSON(root)
 		if err != nil {
-			return nil, refuse(RuleShape, "neutralising template markers: %v", err), false
+			return nil, refusal(RuleShape, "neutralising template markers: %v", err)
 		}
 		if rewritten != nil {
 			out = rewritten
 			if err := doc.Decode(out, &e.limits); err != nil {
-				return nil, refuse(RuleShape, "the neutralised arguments: %v", err), false
+				return nil, refusal(RuleShape, "the neutralised arguments: %v", err)
 			}
 			root = doc.Root()
 		}
 	}
 	if t == nil || len(t.Set)+len(t.Clear)+len(t.Identity) == 0 {
-		return out, Verdict{}, true
+		return out, nil
 	}
 	if err := t.compiled(); err != nil {
-		return nil, refuse(RuleShape, "%v", err), false
+		return nil, refusal(RuleShape, "%v", err)
 	}
 	if t.flat && root.Kind() == args.Object {
 		return e.shapeFlat(c, t, doc, root, len(out))
@@ -122,24 +127,24 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 	for i := range t.Set {
 		a := &t.Set[i]
 		if err := tree.set(a.toks, a.node); err != nil {
-			return nil, refuse(RuleShape, "pinned field %s: %v", a.Pointer, err), false
+			return nil, refusal(RuleShape, "pinned field %s: %v", a.Pointer, err)
 		}
 	}
 	for _, f := range t.Identity {
 		v, ok := e.identity(c.Principal, f.Source)
 		if !ok {
-			return nil, refuse(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source), false
+			return nil, refusal(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source)
 		}
 		val := &jnode{kind: args.String, raw: string(args.AppendString(nil, strings.ToValidUTF8(v, "\uFFFD")))}
 		if err := tree.set(f.toks, val); err != nil {
-			return nil, refuse(RuleIdentity, "argument %s: %v", f.Pointer, err), false
+			return nil, refusal(RuleIdentity, "argument %s: %v", f.Pointer, err)
 		}
 	}
 	out = tree.appendJSON(make([]byte, 0, len(out)+64))
 	if err := doc.Decode(out, &e.limits); err != nil {
-		return nil, refuse(RuleShape, "the shaped arguments: %v", err), false
+		return nil, refusal(RuleShape, "the shaped arguments: %v", err)
 	}
-	return out, Verdict{}, true
+	return out, nil
 }
 
 // shapeFlat is the edit step for a tool whose set, clear and identity
@@ -147,7 +152,7 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 // copied as their source text, leaving out the ones aegis sets or clears,
 // and the set and identity fields appended. It gives the same arguments as
 // the tree edit, without building a tree.
-func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, size int) ([]byte, Verdict, bool) {
+func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, size int) ([]byte, error) {
 	out := make([]byte, 0, size+64)
 	out = append(out, '{')
 	n := 0
@@ -184,16 +189,16 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, siz
 	for _, f := range t.Identity {
 		v, ok := e.identity(c.Principal, f.Source)
 		if !ok {
-			return nil, refuse(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source), false
+			return nil, refusal(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source)
 		}
 		member(f.toks[0])
 		out = args.AppendString(out, strings.ToValidUTF8(v, "\uFFFD"))
 	}
 	out = append(out, '}')
 	if err := doc.Decode(out, &e.limits); err != nil {
-		return nil, refuse(RuleShape, "the shaped arguments: %v", err), false
+		return nil, refusal(RuleShape, "the shaped arguments: %v", err)
 	}
-	return out, Verdict{}, true
+	return out, nil
 }
 
 // identity returns the value of an identity source for principal.
@@ -213,55 +218,56 @@ func (e *Engine) identity(principal, source string) (string, bool) {
 }
 
 // afterPolicy runs the checks that follow the policy (DESIGN.md pipeline
-// step 7): provenance of ids, the unattended ask, and the caps, which count
-// a call only once everything else has allowed it and commit is set.
-func (e *Engine) afterPolicy(ctx context.Context, v Verdict, c *Call, s *Server, t *Tool, doc *args.Doc, origin policy.Origin, commit bool) Verdict {
+// step 7) on the verdict v: egress, provenance of ids, the unattended ask,
+// and the caps, which count a call only once everything else has allowed
+// it and commit is set. A check that refuses makes v a denial.
+func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route, doc *args.Doc, origin policy.Origin, commit bool) {
 	if v.Effect == policy.Deny {
-		return v
-	}
-	keep := func(r Verdict) Verdict {
-		r.Caps, r.Bound, r.Tier, r.Origin, r.Taint = v.Caps, v.Bound, v.Tier, v.Origin, v.Taint
-		return r
-	}
-	gate := s.Egress
-	if gate == nil {
-		gate = e.defaultEgress
+		return
 	}
 	for i := range v.Caps {
 		if v.Caps[i].Kind != capability.NetConnect {
 			continue
 		}
+		gate := r.s.Egress
+		if gate == nil {
+			gate = e.defaultEgress
+		}
 		if ev := gate.Check(ctx, v.Caps[i]); !ev.Allow {
-			return keep(refuse(RuleEgress, "%s", ev.String()))
+			v.refuse(refusal(RuleEgress, "%s", ev.String()))
+			return
 		}
 	}
-	if b := s.Bindings[c.Tool]; b != nil {
-		if r, ok := e.provenance(c, b, v.Caps, doc.Root()); !ok {
-			return keep(r)
+	if r.b != nil {
+		if err := e.provenance(c, r.b, v.Caps, doc.Root()); err != nil {
+			v.refuse(err)
+			return
 		}
 	}
+	t := r.t
 	if v.Effect == policy.Ask && origin == policy.Unattended && (t == nil || !t.AllowUnattended) {
-		return keep(refuse(RuleUnattended, "this call needs a person's approval, and no person is at an unattended session (%s)", v.Reason()))
+		v.refuse(refusal(RuleUnattended, "this call needs a person's approval, and no person is at an unattended session (%s)", v.Reason()))
+		return
 	}
 	if t != nil && commit && v.Effect == policy.Allow {
 		if ok, cp := e.sessions.Take(c.Session, strconv.Itoa(c.Turn), c.Tool, t.Caps); !ok {
-			return keep(refuse(RuleCap, "tool %q reached its %s cap", c.Tool, cp))
+			v.refuse(refusal(RuleCap, "tool %q reached its %s cap", c.Tool, cp))
 		}
 	}
-	return v
 }
 
 // provenance checks every id capability against the ids the server
 // returned in this session (R16): every candidate of every kind must be a
 // member; an empty list where ids belong fails the call.
-func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capability, root args.Value) (Verdict, bool) {
+func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capability, root args.Value) error {
 	var kinds []string
-	for _, a := range b.Args {
+	for i := range b.Args {
+		a := &b.Args[i]
 		if a.Kind != capability.ID {
 			continue
 		}
 		if emptyList(a.Pointer, root) {
-			return refuse(RuleProvenance, "argument %s is an empty list of %s ids", a.Pointer, a.IDKind), false
+			return refusal(RuleProvenance, "argument %s is an empty list of %s ids", a.Pointer, a.IDKind)
 		}
 		if a.IDKind != "" && !contains(kinds, a.IDKind) {
 			kinds = append(kinds, a.IDKind)
@@ -270,8 +276,8 @@ func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capab
 	var ids []string
 	for _, k := range kinds {
 		ids = ids[:0]
-		for _, cp := range caps {
-			if cp.Kind == capability.ID && cp.IDKind == k {
+		for i := range caps {
+			if cp := &caps[i]; cp.Kind == capability.ID && cp.IDKind == k {
 				ids = append(ids, cp.ID)
 			}
 		}
@@ -279,10 +285,10 @@ func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capab
 			continue // the argument is absent: no id to prove
 		}
 		if ok, why := e.sessions.Check(c.Session, k, ids); !ok {
-			return refuse(RuleProvenance, "%s: ids must come from this session's own results", why), false
+			return refusal(RuleProvenance, "%s: ids must come from this session's own results", why)
 		}
 	}
-	return Verdict{}, true
+	return nil
 }
 
 // emptyList reports whether a pointer of the form /a/b/* names an array
@@ -318,57 +324,56 @@ func contains(xs []string, x string) bool {
 // (R14) and returns the net.connect each one makes: its resolution
 // against the base, so that the policy and the egress gate see the host the
 // server will reach.
-func relativeCaps(t *Tool, root args.Value) ([]capability.Capability, Verdict, bool) {
+func relativeCaps(t *Tool, root args.Value) ([]capability.Capability, error) {
 	if t == nil || len(t.RelativeURL) == 0 {
-		return nil, Verdict{}, true
+		return nil, nil
 	}
 	var caps []capability.Capability
 	for _, r := range t.RelativeURL {
 		// A key differing only in case would escape the check and reach a
 		// server that matches keys without case as the URL argument.
 		if key, ok := r.Pointer.CaseVariant(root); ok {
-			return nil, refuse(RuleRelativeURL, "argument %q differs from %s only in case", key, r.Pointer), false
+			return nil, refusal(RuleRelativeURL, "argument %q differs from %s only in case", key, r.Pointer)
 		}
-		var bad Verdict
-		failed := false
+		var bad error
 		r.Pointer.Select(root, func(v args.Value, at args.Loc) {
-			if failed {
+			if bad != nil {
 				return
 			}
 			if v.Kind() != args.String {
-				bad, failed = refuse(RuleRelativeURL, "argument %s: want a string (a path on %s)", at, r.Base), true
+				bad = refusal(RuleRelativeURL, "argument %s: want a string (a path on %s)", at, r.Base)
 				return
 			}
 			abs, err := r.Base.Resolve(v.Str())
 			if err != nil {
-				bad, failed = refuse(RuleRelativeURL, "argument %s must be a path on %s: %v", at, r.Base, err), true
+				bad = refusal(RuleRelativeURL, "argument %s must be a path on %s: %v", at, r.Base, err)
 				return
 			}
 			cp, err := capability.FromURL(abs)
 			if err != nil {
-				bad, failed = refuse(RuleRelativeURL, "argument %s: %v", at, err), true
+				bad = refusal(RuleRelativeURL, "argument %s: %v", at, err)
 				return
 			}
 			caps = append(caps, cp)
 		})
-		if failed {
-			return nil, bad, false
+		if bad != nil {
+			return nil, bad
 		}
 	}
-	return caps, Verdict{}, true
+	return caps, nil
 }
 
 // scanArguments looks for secrets in the arguments as they will be
 // forwarded (R17). A finding whose action is deny refuses the call; redact
-// replaces its span and re-decodes doc; ask and report are noted in the
-// verdict (withFindings turns an allowed call into an ask).
-func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) ([]byte, Verdict, bool) {
+// replaces its span and re-decodes doc; ask and report are returned in
+// found (withFindings turns an allowed call into an ask).
+func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) (out []byte, found []dlp.Located, err error) {
 	if s.DLP == nil {
-		return cur, Verdict{}, true
+		return cur, nil, nil
 	}
-	found := dlp.ScanValue(doc.Root(), nil)
+	found = dlp.ScanValue(doc.Root(), nil)
 	if len(found) == 0 {
-		return cur, Verdict{}, true
+		return cur, nil, nil
 	}
 	act, _ := s.DLP.Arguments.DecideLocated(found)
 	if act == dlp.ActionDeny {
@@ -378,7 +383,7 @@ func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) ([]byte, Ve
 				denied = append(denied, f)
 			}
 		}
-		return nil, refuse(RuleDLP, "the arguments hold a secret: %s", findingsNote(denied)), false
+		return nil, nil, refusal(RuleDLP, "the arguments hold a secret: %s", findingsNote(denied))
 	}
 	redact := false
 	for _, f := range found {
@@ -387,21 +392,21 @@ func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) ([]byte, Ve
 	if redact {
 		out, err := dlp.AppendRedacted(make([]byte, 0, len(cur)+32), doc.Root(), s.DLP.Arguments.Redacts)
 		if err != nil {
-			return nil, refuse(RuleDLP, "redacting the arguments: %v", err), false
+			return nil, nil, refusal(RuleDLP, "redacting the arguments: %v", err)
 		}
 		if err := doc.Decode(out, &e.limits); err != nil {
-			return nil, refuse(RuleDLP, "the redacted arguments: %v", err), false
+			return nil, nil, refusal(RuleDLP, "the redacted arguments: %v", err)
 		}
 		cur = out
 	}
-	return cur, Verdict{Findings: found}, true
+	return cur, found, nil
 }
 
 // withFindings makes an allowed call an ask when a finding in its
 // arguments asks for a person (R17), and keeps the findings for the record.
-func withFindings(v Verdict, s *Server, found []dlp.Located) Verdict {
+func withFindings(v *Verdict, s *Server, found []dlp.Located) {
 	if len(found) == 0 {
-		return v
+		return
 	}
 	v.Findings = found
 	var asks []dlp.Located
@@ -414,7 +419,6 @@ func withFindings(v Verdict, s *Server, found []dlp.Located) Verdict {
 		v.Effect = policy.Ask
 		v.Ask = &Refusal{Rule: RuleDLP, Err: fmt.Errorf("the arguments hold what may be a secret, so a person decides: %s", findingsNote(asks))}
 	}
-	return v
 }
 
 // findingsNote names findings by kind and location, never by value, and at

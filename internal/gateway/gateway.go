@@ -240,10 +240,15 @@ func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
 // check is Check that also returns, when hash is set, the hash of the
 // arguments for the chain (see argsHash), from the document it decoded:
 // recording a call must not decode its arguments twice.
+//
+// The pipeline fills one Verdict in place, and each step returns an error
+// rather than a Verdict of its own: a Verdict is large, and the allowed
+// call, the one that must be fast, would otherwise copy it at every step.
 func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, argsHash [32]byte) {
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
-	req, v, ok := e.prepare(c, &sc.doc)
+	var r route
+	req, found, ok := e.prepare(c, &sc.doc, &r, &v)
 	if !ok {
 		if hash {
 			argsHash = e.modelArgsHash(c, &sc.doc)
@@ -260,19 +265,25 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, args
 			}
 		}()
 	}
-	s := e.servers[c.Server] // prepare found it
-	found := v.Findings
-	v = e.decideShaped(req, c, v.Arguments)
-	v = withFindings(v, s, found)
+	e.decideInto(&v, req, v.Arguments)
+	withFindings(&v, r.s, found)
 	if c.Refuse == nil {
-		v = e.afterPolicy(ctx, v, c, s, s.Tools[c.Tool], &sc.doc, req.Origin, true)
+		e.afterPolicy(ctx, &v, c, &r, &sc.doc, req.Origin, true)
 	} else {
-		v = Verdict{Effect: policy.Deny, Err: c.Refuse, Caps: v.Caps, Bound: v.Bound, Tier: v.Tier, Origin: v.Origin, Taint: v.Taint}
+		v.refuse(c.Refuse)
 	}
 	if v.Effect == policy.Deny {
 		v.Arguments = nil
 	}
 	return v, argsHash
+}
+
+// route is what the engine looks up once per call: the call's server, and
+// the tool's configuration and binding on it (either may be nil).
+type route struct {
+	s *Server
+	t *Tool
+	b *binding.Binding
 }
 
 // modelArgsHash hashes the arguments as the model wrote them.
@@ -285,37 +296,62 @@ func (e *Engine) modelArgsHash(c *Call, doc *args.Doc) [32]byte {
 // policy, lists every rule that matched it.
 func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explanation) {
 	var doc args.Doc
-	req, v, ok := e.prepare(c, &doc)
+	var r route
+	var v Verdict
+	req, _, ok := e.prepare(c, &doc, &r, &v)
 	if !ok {
 		return v, nil
 	}
 	x := e.policy.Explain(req)
-	s := e.servers[c.Server]
-	return e.afterPolicy(ctx, e.decideShaped(req, c, v.Arguments), c, s, s.Tools[c.Tool], &doc, req.Origin, false), &x
+	e.decideInto(&v, req, v.Arguments)
+	e.afterPolicy(ctx, &v, c, &r, &doc, req.Origin, false)
+	return v, &x
 }
 
-// prepare decodes the arguments and derives the capabilities of c. When it
-// cannot, it returns the denying Verdict and false.
-func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool) {
+// prepare decodes the arguments, runs the steps before the policy and
+// derives the capabilities of c, filling r. On success v holds the
+// arguments as they will be forwarded, and found the DLP findings that did
+// not refuse the call; otherwise v is the denying Verdict, and ok false.
+func (e *Engine) prepare(c *Call, doc *args.Doc, r *route, v *Verdict) (req *policy.Request, found []dlp.Located, ok bool) {
 	// Decode first, whatever happens next: doc then holds this call's
 	// arguments (or nothing), never a previous call's, for hashArgs.
 	if err := doc.Decode(c.Arguments, &e.limits); err != nil {
-		return nil, deny(fmt.Errorf("arguments: %w", err)), false
+		*v = deny(fmt.Errorf("arguments: %w", err))
+		return nil, nil, false
 	}
 	s := e.servers[c.Server]
 	if s == nil {
-		return nil, deny(fmt.Errorf("%w %q", ErrUnknownServer, c.Server)), false
+		*v = deny(fmt.Errorf("%w %q", ErrUnknownServer, c.Server))
+		return nil, nil, false
 	}
-	fwd, v, ok := e.closedSchema(c, s, s.Tools[c.Tool], doc, c.Arguments)
-	if !ok {
-		return nil, v, false
+	r.s, r.t, r.b = s, s.Tools[c.Tool], s.Bindings[c.Tool]
+	fwd, err := e.closedSchema(c, s, r.t, doc, c.Arguments)
+	if err == nil {
+		fwd, err = e.shape(c, s, r.t, doc, fwd)
 	}
-	fwd, v, ok = e.shape(c, s, s.Tools[c.Tool], doc, fwd)
-	if !ok {
-		return nil, v, false
+	var origin policy.Origin
+	var taint bool
+	if err == nil {
+		origin, taint = e.sessionFacts(c)
+		fwd, found, err = e.scanArguments(s, doc, fwd)
 	}
-	origin, taint := e.sessionFacts(c)
-	req := &policy.Request{
+	var rel []capability.Capability
+	if err == nil {
+		rel, err = relativeCaps(r.t, doc.Root())
+	}
+	if err != nil {
+		*v = deny(err)
+		return nil, nil, false
+	}
+	// The request and its capabilities in one allocation: the Decision
+	// refers to both, so neither can live in the pooled scratch.
+	n := len(rel)
+	if r.b != nil {
+		n += len(r.b.Args)
+	}
+	rc := &requestCaps{}
+	req = &rc.req
+	*req = policy.Request{
 		Server:    c.Server,
 		Tool:      c.Tool,
 		Principal: c.Principal,
@@ -323,61 +359,59 @@ func (e *Engine) prepare(c *Call, doc *args.Doc) (*policy.Request, Verdict, bool
 		Origin:    origin,
 		Taint:     taint,
 	}
-	fwd, v, ok = e.scanArguments(s, doc, fwd)
-	if !ok {
-		return nil, v, false
+	caps := rc.caps[:0]
+	if n > len(rc.caps) {
+		caps = make([]capability.Capability, 0, n)
 	}
-	found := v.Findings
-	rel, v, ok := relativeCaps(s.Tools[c.Tool], doc.Root())
-	if !ok {
-		return nil, v, false
-	}
-	if b := s.Bindings[c.Tool]; b != nil {
+	if b := r.b; b != nil {
 		req.Bound = true
 		req.Tier = b.Tier
-		var err error
-		// A fresh slice: the Decision refers to the capabilities.
-		req.Caps, err = b.Derive(make([]capability.Capability, 0, len(b.Args)), doc.Root(), &s.Options)
+		caps, err = b.Derive(caps, doc.Root(), &s.Options)
 		if err != nil {
-			v := deny(err)
+			*v = deny(err)
 			v.Bound, v.Tier = true, b.Tier
-			return nil, v, false
+			return nil, nil, false
 		}
 	}
-	req.Caps = append(req.Caps, rel...)
-	return req, Verdict{Arguments: fwd, Findings: found}, true
+	req.Caps = append(caps, rel...)
+	*v = Verdict{Arguments: fwd}
+	return req, found, true
+}
+
+// requestCaps is a policy request with room for the capabilities of most
+// calls.
+type requestCaps struct {
+	req  policy.Request
+	caps [2]capability.Capability
 }
 
 // decide asks the policy. In a shadow policy the call goes through whatever
 // the rules say, and Decision.Would() says what enforcing them would do.
 func (e *Engine) decide(req *policy.Request, c *Call) Verdict {
-	d := e.policy.Decide(req)
-	v := Verdict{
-		Effect:   d.Effect(),
-		Decision: d,
+	var v Verdict
+	e.decideInto(&v, req, c.Arguments)
+	return v
+}
+
+// decideInto is decide writing to v, which carries fwd, the arguments as
+// they will be forwarded, unless the call is denied.
+func (e *Engine) decideInto(v *Verdict, req *policy.Request, fwd []byte) {
+	*v = Verdict{
+		Effect:   policy.Deny,
+		Decision: e.policy.Decide(req),
 		Caps:     req.Caps,
 		Bound:    req.Bound,
 		Tier:     req.Tier,
 		Origin:   req.Origin,
 		Taint:    req.Taint,
 	}
+	v.Effect = v.Decision.Effect()
 	if e.policy.Mode() == policy.Shadow {
 		v.Effect = policy.Allow
 	}
 	if v.Effect != policy.Deny {
-		v.Arguments = c.Arguments
-	}
-	return v
-}
-
-// decideShaped is decide for a call whose arguments were shaped: the
-// verdict carries the arguments as they will be forwarded.
-func (e *Engine) decideShaped(req *policy.Request, c *Call, fwd []byte) Verdict {
-	v := e.decide(req, c)
-	if v.Effect != policy.Deny {
 		v.Arguments = fwd
 	}
-	return v
 }
 
 // Refusal is an error that refuses a call before or beside the policy, by
@@ -407,4 +441,10 @@ func RuleOf(v *Verdict) string {
 
 func deny(err error) Verdict {
 	return Verdict{Effect: policy.Deny, Err: err}
+}
+
+// refuse makes v a denial for err that keeps what the call derived and
+// the session facts the policy saw, for the record.
+func (v *Verdict) refuse(err error) {
+	*v = Verdict{Effect: policy.Deny, Err: err, Caps: v.Caps, Bound: v.Bound, Tier: v.Tier, Origin: v.Origin, Taint: v.Taint}
 }

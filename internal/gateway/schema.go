@@ -52,30 +52,30 @@ func (c *schemaCache) get(k schemaKey, inputSchema []byte, o *schema.Options) (*
 // closedSchema checks the arguments in doc against the tool's pinned input
 // schema, closed (R11). It returns the arguments with their clamps applied,
 // re-decoded into doc, or cur when nothing was clamped.
-func (e *Engine) closedSchema(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, Verdict, bool) {
+func (e *Engine) closedSchema(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, error) {
 	if s.SchemaOff || c.Schema == nil {
-		return cur, Verdict{}, true
+		return cur, nil
 	}
 	opts := &e.schemaOpts
 	if t != nil {
 		if err := t.compiled(); err != nil {
-			return nil, refuse(RuleShape, "%v", err), false
+			return nil, refusal(RuleShape, "%v", err)
 		}
 		opts = t.schemaOpts
 	}
 	sch, err := e.schemas.get(schemaKey{c.Server, c.Tool, c.SchemaKey}, c.Schema, opts)
 	if err != nil {
-		return nil, refuse(RuleSchema, "the tool's input schema cannot be checked, so no call to it is allowed: %v", err), false
+		return nil, refusal(RuleSchema, "the tool's input schema cannot be checked, so no call to it is allowed: %v", err)
 	}
 	out, _, err := sch.CheckValue(doc.Root())
 	if err != nil {
-		return nil, refuse(RuleSchema, "arguments do not fit the tool's closed input schema: %v", err), false
+		return nil, refusal(RuleSchema, "arguments do not fit the tool's closed input schema: %v", err)
 	}
 	if out == nil {
-		return cur, Verdict{}, true
+		return cur, nil
 	}
 	if err := doc.Decode(out, &e.limits); err != nil {
-		return nil, refuse(RuleSchema, "the clamped arguments: %v", err), false
+		return nil, refusal(RuleSchema, "the clamped arguments: %v", err)
 	}
-	return out, Verdict{}, true
+	return out, nil
 }

@@ -39,8 +39,8 @@ func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) 
 		if doc.Decode(a, nil) != nil {
 			return nil, false
 		}
-		out, _, ok := e.shape(&Call{Server: "m", Tool: "send", Principal: "al\"ice", Arguments: a}, e.servers["m"], tool, &doc, a)
-		return out, ok
+		out, err := e.shape(&Call{Server: "m", Tool: "send", Principal: "al\"ice", Arguments: a}, e.servers["m"], tool, &doc, a)
+		return out, err == nil
 	}
 	flat, flatOK = run(false)
 	tree, treeOK = run(true)
