@@ -57,6 +57,7 @@ type celVars struct {
 	req  *Request
 	c    *capability.Capability // nil for an action rule
 	cost uint64                 // the cost of the fast evaluation so far
+	loop *celLoop               // the fast evaluation's comprehension variables
 	act  *celActivation
 }
 

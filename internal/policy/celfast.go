@@ -73,7 +73,36 @@ func compileFast(a *celast.AST) fastBool {
 }
 
 type fastCompiler struct {
-	a *celast.AST
+	a     *celast.AST
+	scope []loopVars // the comprehensions around the expression compiled
+}
+
+// loopVars names the variables of a comprehension.
+type loopVars struct{ iter, accu string }
+
+// maxLoopDepth bounds the nesting of comprehensions the fast evaluation
+// takes.
+const maxLoopDepth = 4
+
+// celLoop holds the variables of the comprehensions being evaluated, by
+// depth.
+type celLoop struct {
+	iter [maxLoopDepth]string
+	accu [maxLoopDepth]bool
+}
+
+// local finds a comprehension variable as cel-go does: the innermost
+// comprehension first, and in it the accumulator first.
+func (c *fastCompiler) local(name string) (depth int, accu, ok bool) {
+	for d := len(c.scope) - 1; d >= 0; d-- {
+		switch name {
+		case c.scope[d].accu:
+			return d, true, true
+		case c.scope[d].iter:
+			return d, false, true
+		}
+	}
+	return 0, false, false
 }
 
 func (c *fastCompiler) kind(e celast.Expr) types.Kind {
@@ -131,6 +160,9 @@ func (c *fastCompiler) field(e celast.Expr) (string, bool) {
 	}
 	ref, ok := c.a.ReferenceMap()[op.ID()]
 	name := op.AsIdent()
+	if _, _, local := c.local(name); local {
+		return "", false
+	}
 	if !ok || ref.Name != name || len(ref.OverloadIDs) != 0 || ref.Value != nil {
 		return "", false
 	}
@@ -167,10 +199,68 @@ func (c *fastCompiler) boolean(e celast.Expr) fastBool {
 			return func(v *celVars) (bool, bool) { return v.c != nil && v.c.Shell, v.charge(2) }
 		}
 		return nil
+	case celast.IdentKind:
+		d, accu, ok := c.local(e.AsIdent())
+		if !ok || !accu {
+			return nil
+		}
+		return func(v *celVars) (bool, bool) { return v.loop.accu[d], v.charge(2) }
+	case celast.ComprehensionKind:
+		return c.comprehension(e)
 	case celast.CallKind:
 		return c.boolCall(e)
 	}
 	return nil
+}
+
+// comprehension compiles the exists and all macros over a list of
+// strings: a boolean accumulator, initialised by a literal, that is the
+// result. cel-go evaluates, for each element, the loop condition, stops
+// if it is not true, and else the step.
+func (c *fastCompiler) comprehension(e celast.Expr) fastBool {
+	comp := e.AsComprehension()
+	if comp.HasIterVar2() || len(c.scope) >= maxLoopDepth {
+		return nil
+	}
+	list := c.strings(comp.IterRange())
+	init, ok := comp.AccuInit().AsLiteral().(types.Bool)
+	res := comp.Result()
+	if list == nil || !ok || comp.AccuInit().Kind() != celast.LiteralKind ||
+		res.Kind() != celast.IdentKind || res.AsIdent() != comp.AccuVar() || c.kind(res) != types.BoolKind {
+		return nil
+	}
+	d := len(c.scope)
+	c.scope = append(c.scope, loopVars{iter: comp.IterVar(), accu: comp.AccuVar()})
+	cond, step := c.boolean(comp.LoopCondition()), c.boolean(comp.LoopStep())
+	c.scope = c.scope[:d]
+	if cond == nil || step == nil {
+		return nil
+	}
+	return func(v *celVars) (bool, bool) {
+		l, ok := list(v)
+		// The initial value and the result.
+		if !ok || !v.charge(4) {
+			return false, false
+		}
+		if v.loop == nil {
+			v.loop = new(celLoop)
+		}
+		v.loop.accu[d] = bool(init)
+		for _, s := range l {
+			v.loop.iter[d] = s
+			more, ok := cond(v)
+			if !ok {
+				return false, false
+			}
+			if !more {
+				break
+			}
+			if v.loop.accu[d], ok = step(v); !ok {
+				return false, false
+			}
+		}
+		return v.loop.accu[d], true
+	}
 }
 
 func (c *fastCompiler) boolCall(e celast.Expr) fastBool {
@@ -207,6 +297,21 @@ func (c *fastCompiler) boolCall(e celast.Expr) fastBool {
 				return a, ok
 			}
 			return y(v)
+		}
+	case "not_strictly_false":
+		// True for an error or an unknown, which the fast evaluation
+		// never has: the value itself.
+		ops := operands(call, 1)
+		if ops == nil {
+			return nil
+		}
+		x := c.boolean(ops[0])
+		if x == nil {
+			return nil
+		}
+		return func(v *celVars) (bool, bool) {
+			a, ok := x(v)
+			return a, ok && v.charge(2)
 		}
 	case "logical_not":
 		ops := operands(call, 1)
@@ -523,6 +628,13 @@ func (c *fastCompiler) str(e celast.Expr) fastString {
 			return nil
 		}
 		return func(v *celVars) (string, bool) { return string(s), v.charge(1) }
+	case celast.IdentKind:
+		// Comprehensions range over lists of strings only.
+		d, accu, ok := c.local(e.AsIdent())
+		if !ok || accu {
+			return nil
+		}
+		return func(v *celVars) (string, bool) { return v.loop.iter[d], v.charge(2) }
 	case celast.SelectKind:
 		name, ok := c.field(e)
 		if !ok {

@@ -29,8 +29,17 @@ func TestFastSubset(t *testing.T) {
 		{"literal", `true`, true},
 		{"list sizes", `size(["a", "b"]) == 2 && [1].size() == 1 && size(call.roles) > 0`, true},
 
-		{"exists macro", `call.roles.exists(r, r == "dev")`, false},
-		{"all macro", `cap.argv.all(a, a != "")`, false},
+		{"exists macro", `call.roles.exists(r, r == "dev")`, true},
+		{"all macro", `cap.argv.all(a, a != "")`, true},
+		{"nested macros", `cap.argv.all(a, call.roles.exists(r, a.startsWith(r) || r in ["x"]) && ["y"].all(y, y != a))`, true},
+		{"shadowing cap", `call.roles.exists(cap, cap == "dev")`, true},
+		{"shadowing call", `call.roles.exists(call, call.size() > 1)`, true},
+		{"too deep", `[""].all(a, [""].all(b, [""].all(c, [""].all(d, [""].all(e, a == e)))))`, false},
+		{"exists_one macro", `call.roles.exists_one(r, r == "dev")`, false},
+		{"filter macro", `size(call.roles.filter(r, r == "dev")) > 0`, false},
+		{"map macro", `"x" in call.roles.map(r, r + "x")`, false},
+		{"int range", `[1, 2].exists(i, i == 1)`, false},
+		{"range of fields", `[cap.path].exists(p, p == "")`, false},
 		{"has macro", `has(cap.path)`, false},
 		{"strings extension", `cap.path.lowerAscii() == "x"`, false},
 		{"concatenation", `cap.path + "x" == "y"`, false},
@@ -279,15 +288,18 @@ func celQuote(s string) string {
 
 // genCond generates a boolean condition, mostly within the fast subset.
 func genCond(r *rand.Rand) string {
-	g := condGen{r: r}
+	g := &condGen{r: r}
 	return g.boolean(4)
 }
 
-type condGen struct{ r *rand.Rand }
+type condGen struct {
+	r    *rand.Rand
+	vars []string // the comprehension variables in scope
+}
 
-func (g condGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
+func (g *condGen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
 
-func (g condGen) boolean(d int) string {
+func (g *condGen) boolean(d int) string {
 	if d <= 0 {
 		return g.pick("true", "false", "call.taint", "cap.shell")
 	}
@@ -321,16 +333,25 @@ func (g condGen) boolean(d int) string {
 		return "(" + g.integer(d) + " in " + g.pick("[80, 443]", "[]", "[0, -1, 1024]") + ")"
 	case 14:
 		// Outside the subset.
-		return "(" + g.pick(`call.roles.exists(r, r == "dev")`, `cap.argv.all(a, a.size() < 3)`, `has(cap.path)`,
+		return "(" + g.pick(`call.roles.exists_one(r, r == "dev")`, `size(cap.argv.filter(a, a.size() < 3)) == 1`, `has(cap.path)`,
 			`cap.path.lowerAscii().endsWith("/.env")`, `cap.port + 1 > 443`, `cap.path in ["a", 1]`, `cap.path.matches(cap.id)`,
 			`cap.argv.exists(a, cap.argv.exists(b, a + b == "xyz"))`) + ")"
 	case 15:
 		return g.pick("true", "false", "call.taint", "cap.shell")
+	case 16:
+		// A comprehension, whose body may use its variable and those
+		// around it.
+		name := []string{"r", "a", "b", "c", "d"}[len(g.vars)%5]
+		list := g.strList()
+		g.vars = append(g.vars, name)
+		body := g.boolean(d)
+		g.vars = g.vars[:len(g.vars)-1]
+		return list + g.pick(".exists(", ".all(", ".exists(") + name + ", " + body + ")"
 	}
 	return g.str(d) + g.pick(".endsWith(", ".contains(") + g.str(d) + ")"
 }
 
-func (g condGen) strList() string {
+func (g *condGen) strList() string {
 	switch g.r.IntN(4) {
 	case 0:
 		return g.pick("call.roles", "cap.argv")
@@ -344,8 +365,10 @@ func (g condGen) strList() string {
 	return "[" + strings.Join(elems, ", ") + "]"
 }
 
-func (g condGen) str(d int) string {
+func (g *condGen) str(d int) string {
 	switch n := g.r.IntN(12); {
+	case len(g.vars) > 0 && n < 3:
+		return g.vars[g.r.IntN(len(g.vars))]
 	case n < 5:
 		return g.pick("call.server", "call.tool", "call.principal", "call.origin", "call.tier",
 			"cap.kind", "cap.path", "cap.path", "cap.path", "cap.scheme", "cap.host", "cap.url", "cap.program", "cap.id_kind", "cap.id")
@@ -362,7 +385,7 @@ func (g condGen) str(d int) string {
 	return g.strList() + "[" + g.integer(d-1) + "]"
 }
 
-func (g condGen) integer(d int) string {
+func (g *condGen) integer(d int) string {
 	switch n := g.r.IntN(10); {
 	case n < 3:
 		return g.pick("0", "1", "-1", "2", "443", "1024", "9223372036854775807", "-9223372036854775808")
