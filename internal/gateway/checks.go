@@ -67,13 +67,14 @@ func (e *Engine) sessionFacts(c *Call) (policy.Origin, bool) {
 // arguments in doc (cur, as the schema step left them): a model-supplied
 // identity field refuses the call; template markers in model-written
 // strings are neutralised; pinned fields are set or cleared and identity
-// fields injected. When anything changed, doc is re-decoded from the
-// shaped arguments, which it returns; otherwise it returns cur.
-func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, error) {
+// fields injected. When anything changed, sc.doc holds the shaped
+// arguments, which it returns; otherwise it returns cur.
+func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]byte, error) {
 	out := cur
 	if t == nil && s.Templates == nil {
 		return out, nil
 	}
+	doc := sc.doc
 	root := doc.Root()
 	if t != nil {
 		for _, f := range t.Identity {
@@ -86,8 +87,9 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 		// A key that differs from a pinned or cleared field's only in case
 		// would survive the edit, and a server matching keys without case
 		// (Go's encoding/json, ASP.NET) would read it as that field.
-		for _, a := range t.Set {
-			if key, ok := a.Pointer.CaseVariant(root); ok {
+		for i := range t.Set {
+			if key, ok := t.Set[i].Pointer.CaseVariant(root); ok {
+				a := &t.Set[i]
 				return nil, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key, a.Pointer)
 			}
 		}
@@ -118,7 +120,7 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 		return nil, refusal(RuleShape, "%v", err)
 	}
 	if t.flat && root.Kind() == args.Object {
-		return e.shapeFlat(c, t, doc, root, len(out))
+		return e.shapeFlat(c, t, sc, root, len(out))
 	}
 	tree = treeOf(root)
 	for _, toks := range t.clear {
@@ -151,39 +153,30 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) (
 // fields are all members of the arguments object itself: the members are
 // copied as their source text, leaving out the ones aegis sets or clears,
 // and the set and identity fields appended. It gives the same arguments as
-// the tree edit, without building a tree.
-func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, size int) ([]byte, error) {
-	out := make([]byte, 0, size+64)
-	out = append(out, '{')
-	n := 0
-	member := func(key string) {
-		if n > 0 {
-			out = append(out, ',')
-		}
-		n++
-		out = args.AppendString(out, key)
-		out = append(out, ':')
-	}
+// the tree edit, without building a tree; and it writes them with an
+// [args.Builder] into the spare document, which becomes sc.doc: the
+// document of exactly the text it returns, without decoding that text again.
+func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size int) ([]byte, error) {
+	next := sc.spare()
+	b := &sc.b
+	b.Begin(next, make([]byte, 0, size+64), &e.limits)
 	var placed uint64 // the set fields written in the model's member's place (a flat tool has at most 64)
 	for i := range root.Len() {
 		k, v := root.Member(i)
 		if !t.touches(k) {
-			member(k)
-			out = append(out, v.Raw()...)
+			b.Member(k, v)
 			continue
 		}
 		for j := range t.Set {
 			if t.Set[j].toks[0] == k {
-				member(k)
-				out = t.Set[j].node.appendJSON(out)
+				b.Member(k, t.Set[j].value)
 				placed |= 1 << j
 			}
 		}
 	}
 	for j := range t.Set {
 		if placed&(1<<j) == 0 {
-			member(t.Set[j].toks[0])
-			out = t.Set[j].node.appendJSON(out)
+			b.Member(t.Set[j].toks[0], t.Set[j].value)
 		}
 	}
 	for _, f := range t.Identity {
@@ -191,13 +184,13 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, doc *args.Doc, root args.Value, siz
 		if !ok {
 			return nil, refusal(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source)
 		}
-		member(f.toks[0])
-		out = args.AppendString(out, strings.ToValidUTF8(v, "\uFFFD"))
+		b.StringMember(f.toks[0], strings.ToValidUTF8(v, "\uFFFD"))
 	}
-	out = append(out, '}')
-	if err := doc.Decode(out, &e.limits); err != nil {
+	out, err := b.End()
+	if err != nil {
 		return nil, refusal(RuleShape, "the shaped arguments: %v", err)
 	}
+	sc.doc = next
 	return out, nil
 }
 

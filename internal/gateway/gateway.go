@@ -223,7 +223,22 @@ func (v *Verdict) Rules() []string {
 // The capabilities are not reused, because the Verdict's Decision refers to
 // them.
 type scratch struct {
-	doc args.Doc
+	docs [2]args.Doc
+	// doc is the arguments as they stand: one of docs, the other spare
+	// for a step that writes new arguments.
+	doc *args.Doc
+	b   args.Builder
+}
+
+// reset makes sc ready for a call.
+func (sc *scratch) reset() { sc.doc = &sc.docs[0] }
+
+// spare returns the document that sc.doc is not.
+func (sc *scratch) spare() *args.Doc {
+	if sc.doc == &sc.docs[0] {
+		return &sc.docs[1]
+	}
+	return &sc.docs[0]
 }
 
 // ErrUnknownServer is returned (in Verdict.Err) for a call to a server the
@@ -247,28 +262,29 @@ func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
 func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, argsHash [32]byte) {
 	sc := e.scratch.Get().(*scratch)
 	defer e.scratch.Put(sc)
+	sc.reset()
 	var r route
-	req, found, ok := e.prepare(c, &sc.doc, &r, &v)
+	req, found, ok := e.prepare(c, sc, &r, &v)
 	if !ok {
 		if hash {
-			argsHash = e.modelArgsHash(c, &sc.doc)
+			argsHash = e.modelArgsHash(c, sc.doc)
 		}
 		return v, argsHash
 	}
 	if hash {
 		// The arguments as forwarded: sc.doc holds them decoded.
 		fwd := v.Arguments
-		argsHash = hashArgs(&sc.doc, fwd)
+		argsHash = hashArgs(sc.doc, fwd)
 		defer func() {
 			if v.Arguments == nil && !bytes.Equal(fwd, c.Arguments) {
-				argsHash = e.modelArgsHash(c, &sc.doc) // refused after shaping
+				argsHash = e.modelArgsHash(c, sc.doc) // refused after shaping
 			}
 		}()
 	}
 	e.decideInto(&v, req, v.Arguments)
 	withFindings(&v, r.s, found)
 	if c.Refuse == nil {
-		e.afterPolicy(ctx, &v, c, &r, &sc.doc, req.Origin, true)
+		e.afterPolicy(ctx, &v, c, &r, sc.doc, req.Origin, true)
 	} else {
 		v.refuse(c.Refuse)
 	}
@@ -295,16 +311,17 @@ func (e *Engine) modelArgsHash(c *Call, doc *args.Doc) [32]byte {
 // Explain checks c like [Engine.Check] and, when the call reached the
 // policy, lists every rule that matched it.
 func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explanation) {
-	var doc args.Doc
+	var sc scratch
+	sc.reset()
 	var r route
 	var v Verdict
-	req, _, ok := e.prepare(c, &doc, &r, &v)
+	req, _, ok := e.prepare(c, &sc, &r, &v)
 	if !ok {
 		return v, nil
 	}
 	x := e.policy.Explain(req)
 	e.decideInto(&v, req, v.Arguments)
-	e.afterPolicy(ctx, &v, c, &r, &doc, req.Origin, false)
+	e.afterPolicy(ctx, &v, c, &r, sc.doc, req.Origin, false)
 	return v, &x
 }
 
@@ -312,9 +329,10 @@ func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 // derives the capabilities of c, filling r. On success v holds the
 // arguments as they will be forwarded, and found the DLP findings that did
 // not refuse the call; otherwise v is the denying Verdict, and ok false.
-func (e *Engine) prepare(c *Call, doc *args.Doc, r *route, v *Verdict) (req *policy.Request, found []dlp.Located, ok bool) {
+func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *policy.Request, found []dlp.Located, ok bool) {
 	// Decode first, whatever happens next: doc then holds this call's
 	// arguments (or nothing), never a previous call's, for hashArgs.
+	doc := sc.doc
 	if err := doc.Decode(c.Arguments, &e.limits); err != nil {
 		*v = deny(fmt.Errorf("arguments: %w", err))
 		return nil, nil, false
@@ -327,7 +345,8 @@ func (e *Engine) prepare(c *Call, doc *args.Doc, r *route, v *Verdict) (req *pol
 	r.s, r.t, r.b = s, s.Tools[c.Tool], s.Bindings[c.Tool]
 	fwd, err := e.closedSchema(c, s, r.t, doc, c.Arguments)
 	if err == nil {
-		fwd, err = e.shape(c, s, r.t, doc, fwd)
+		fwd, err = e.shape(c, s, r.t, sc, fwd)
+		doc = sc.doc
 	}
 	var origin policy.Origin
 	var taint bool

@@ -35,11 +35,22 @@ func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) 
 		if forceTree {
 			tool.flat = false
 		}
-		var doc args.Doc
-		if doc.Decode(a, nil) != nil {
+		var sc scratch
+		sc.reset()
+		if sc.doc.Decode(a, nil) != nil {
 			return nil, false
 		}
-		out, err := e.shape(&Call{Server: "m", Tool: "send", Principal: "al\"ice", Arguments: a}, e.servers["m"], tool, &doc, a)
+		out, err := e.shape(&Call{Server: "m", Tool: "send", Principal: "al\"ice", Arguments: a}, e.servers["m"], tool, &sc, a)
+		if err == nil {
+			// The document the pipeline goes on with must be the text it forwards.
+			var ref args.Doc
+			if err := ref.Decode(out, nil); err != nil {
+				t.Fatalf("shaped arguments %s do not decode: %v", out, err)
+			}
+			if diff := sameValue(ref.Root(), sc.doc.Root()); diff != "" {
+				t.Fatalf("shaped arguments %s: the document differs from their decoding: %s", out, diff)
+			}
+		}
 		return out, err == nil
 	}
 	flat, flatOK = run(false)
@@ -82,4 +93,40 @@ func FuzzShapeFlat(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sameValue compares two values through everything the pipeline reads of
+// them (kind, source text, string, members in order, elements) and says
+// where they differ, or "".
+func sameValue(want, got args.Value) string {
+	switch {
+	case want.Kind() != got.Kind():
+		return "kind " + want.Kind().String() + " vs " + got.Kind().String()
+	case want.Raw() != got.Raw():
+		return "text " + want.Raw() + " vs " + got.Raw()
+	case want.Str() != got.Str():
+		return "string " + want.Str() + " vs " + got.Str()
+	case want.Len() != got.Len():
+		return "length of " + want.Raw()
+	}
+	for i := range want.Len() {
+		var w, g args.Value
+		if want.Kind() == args.Object {
+			var wk, gk string
+			wk, w = want.Member(i)
+			gk, g = got.Member(i)
+			if wk != gk {
+				return "key " + wk + " vs " + gk
+			}
+			if lv, ok := got.Lookup(wk); !ok || lv != g {
+				return "lookup of " + wk
+			}
+		} else {
+			w, g = want.Index(i), got.Index(i)
+		}
+		if d := sameValue(w, g); d != "" {
+			return d
+		}
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -29,7 +30,7 @@ type Tool struct {
 	// arguments object itself (one token, no *), and touched holds their
 	// names.
 	flat    bool
-	touched map[string]bool
+	touched []string
 	// schemaOpts are the options the tool's pinned schema compiles with.
 	schemaOpts *schema.Options
 
@@ -59,8 +60,9 @@ type Assign struct {
 	Pointer args.Pointer
 	Value   []byte
 
-	toks []string // Pointer's tokens
-	node *jnode   // Value, parsed once
+	toks  []string   // Pointer's tokens
+	node  *jnode     // Value, parsed once
+	value args.Value // Value as node writes it, decoded once, for the flat edit
 }
 
 // IdentityField is a field whose value comes from the session: Source is
@@ -87,6 +89,9 @@ func (t *Tool) compile() error {
 			return fmt.Errorf("set %s: %w", a.Pointer, err)
 		}
 		a.node, a.toks = n.share(), pointerTokens(a.Pointer)
+		if a.value, err = decodedValue(n); err != nil {
+			return fmt.Errorf("set %s: %w", a.Pointer, err)
+		}
 	}
 	for i := range t.Identity {
 		t.Identity[i].toks = pointerTokens(t.Identity[i].Pointer)
@@ -102,13 +107,15 @@ func (t *Tool) compile() error {
 	for i, p := range t.Clear {
 		t.clear[i] = pointerTokens(p)
 	}
-	t.flat, t.touched = true, map[string]bool{}
+	t.flat, t.touched = true, nil
 	touch := func(toks []string) {
 		if len(toks) != 1 || toks[0] == "*" {
 			t.flat = false
 			return
 		}
-		t.touched[toks[0]] = true
+		if !slices.Contains(t.touched, toks[0]) {
+			t.touched = append(t.touched, toks[0])
+		}
 	}
 	for _, toks := range t.clear {
 		touch(toks)
@@ -126,8 +133,20 @@ func (t *Tool) compile() error {
 }
 
 // touches reports whether aegis sets or clears the member key of the
-// arguments object (for a flat tool).
-func (t *Tool) touches(key string) bool { return t.touched[key] }
+// arguments object (for a flat tool). A tool touches a few fields: a look
+// along a short list beats hashing the key.
+func (t *Tool) touches(key string) bool { return slices.Contains(t.touched, key) }
+
+// decodedValue returns the configured value n, written as the tree edit
+// writes it, decoded: the flat edit copies it into the shaped arguments.
+func decodedValue(n *jnode) (args.Value, error) {
+	var d args.Doc
+	if err := d.Decode(append(n.appendJSON([]byte(`{"v":`)), '}'), nil); err != nil {
+		return args.Value{}, err
+	}
+	v, _ := d.Root().Lookup("v")
+	return v, nil
+}
 
 // RelativeURL says that the string at Pointer must be a path relative to
 // Base, never a URL that names a host of its own.

@@ -1,0 +1,212 @@
+package args
+
+import (
+	"errors"
+	"unicode/utf8"
+)
+
+// Builder writes a new arguments object and decodes it as it writes: [Builder.End]
+// returns the object's JSON text and leaves in the Doc exactly what [Doc.Decode] of that
+// text would leave, without reading the text again. It is for a caller that rewrites
+// arguments it has decoded (pins fields, drops some, injects values) and must decide on
+// the very arguments it forwards: the members it copies are decoded already, and copying
+// their nodes costs a fraction of parsing their text.
+//
+// What Decode would refuse, End refuses: a document over the Limits given to
+// [Builder.Begin] (whatever limits the copied values were decoded under), a key or
+// string that is not valid UTF-8, and an object holding the same key twice or two keys
+// differing only in case. A test and a fuzz target hold End to Decode.
+//
+// The zero Builder is ready for Begin. A Builder is not safe for concurrent use.
+type Builder struct {
+	d      *Doc
+	out    []byte
+	l      limits
+	values int // values added, the object included, as Decode counts them
+	n      int // members written
+	err    error
+}
+
+var errSameDoc = errors.New("args: Builder: a copied value is of the Doc being built")
+
+// Begin starts an object in d, replacing what d held, as Decode does: Values handed out
+// from d go stale. The object's text is written over dst's storage. d MUST NOT be the Doc
+// of a value later passed to [Builder.Member].
+func (b *Builder) Begin(d *Doc, dst []byte, lim *Limits) {
+	d.gen++
+	d.reset()
+	*b = Builder{d: d, out: append(dst[:0], '{'), l: lim.resolve(), values: 1}
+	d.frames = append(d.frames, frame{node: d.add(node{start: 0, kind: Object}), base: 0})
+}
+
+// Member appends the member key with the value v, a value of another Doc: its source
+// text is copied as it is, and its decoded nodes with it.
+func (b *Builder) Member(key string, v Value) {
+	if b.err != nil {
+		return
+	}
+	n := v.node()
+	switch {
+	case n == nil:
+		b.err = errors.New("args: Builder: the value is invalid or stale")
+		return
+	case v.d == b.d:
+		b.err = errSameDoc
+		return
+	}
+	b.key(key)
+	if b.err != nil {
+		return
+	}
+	delta := int32(len(b.out)) - n.start
+	b.out = append(b.out, v.d.src[n.start:n.end]...)
+	if b.overBytes() {
+		return
+	}
+	b.copy(v.d, v.i, delta)
+}
+
+// StringMember appends the member key with the string value s.
+func (b *Builder) StringMember(key, s string) {
+	if b.err != nil {
+		return
+	}
+	b.key(key)
+	if b.err == nil && b.count() {
+		b.str(s)
+	}
+}
+
+// End closes the object and returns its text, the arguments as d now holds them. On an
+// error d holds no document, as after a failed Decode.
+func (b *Builder) End() ([]byte, error) {
+	d := b.d
+	if b.err == nil {
+		b.out = append(b.out, '}')
+		if !b.overBytes() {
+			d.close(len(b.out))
+			d.src = string(b.out)
+			b.err = d.finish()
+		}
+	}
+	if b.err != nil {
+		d.reset()
+		return nil, b.err
+	}
+	return b.out, nil
+}
+
+// overBytes records an error once the text is longer than MaxBytes.
+func (b *Builder) overBytes() bool {
+	if len(b.out) > b.l.maxBytes {
+		b.err = limitError(b.l.maxBytes, "input of more than %d bytes is over MaxBytes %d", b.l.maxBytes, b.l.maxBytes)
+		return true
+	}
+	return false
+}
+
+// count counts one more value against MaxElements.
+func (b *Builder) count() bool {
+	b.values++
+	if b.values > b.l.maxElements {
+		b.err = limitError(len(b.out), "more than MaxElements %d values", b.l.maxElements)
+		return false
+	}
+	return true
+}
+
+// key writes an object key and its colon.
+func (b *Builder) key(key string) {
+	if b.n > 0 {
+		b.out = append(b.out, ',')
+	}
+	b.n++
+	b.str(key)
+	b.out = append(b.out, ':')
+}
+
+// str writes the string s and adds its node, with its text where Decode would put it:
+// in the source text when it needs no escape, else unescaped in d.buf.
+func (b *Builder) str(s string) {
+	d := b.d
+	if !utf8.ValidString(s) {
+		b.err = syntaxError(len(b.out), "invalid UTF-8 in string")
+		return
+	}
+	if len(s) > b.l.maxString {
+		b.err = limitError(len(b.out), "string of %d bytes is over MaxStringBytes %d", len(s), b.l.maxString)
+		return
+	}
+	start := len(b.out)
+	b.out = appendString(b.out, s)
+	if b.overBytes() {
+		return
+	}
+	n := node{start: int32(start), end: int32(len(b.out)), kind: String}
+	if len(b.out)-start == len(s)+2 { // nothing escaped
+		n.a, n.b = n.start+1, n.end-1
+	} else {
+		n.a = int32(len(d.buf))
+		d.buf = append(d.buf, s...)
+		n.b, n.esc = int32(len(d.buf)), true
+	}
+	d.add(n)
+}
+
+// copy adds the nodes of value si of src, whose text is now at offset delta from where
+// it is in src, checking what Decode checks as it reads a value.
+func (b *Builder) copy(src *Doc, si int32, delta int32) {
+	if b.err != nil || !b.count() {
+		return
+	}
+	b.node(src, si, delta)
+}
+
+// node adds node si of src (a value or a key, already counted) and what it holds.
+func (b *Builder) node(src *Doc, si int32, delta int32) {
+	d := b.d
+	n := &src.nodes[si]
+	c := node{start: n.start + delta, end: n.end + delta, kind: n.kind}
+	switch n.kind {
+	case String:
+		text := src.text(si)
+		if len(text) > b.l.maxString {
+			b.err = limitError(int(c.start), "string of %d bytes is over MaxStringBytes %d", len(text), b.l.maxString)
+			return
+		}
+		if n.esc {
+			c.a = int32(len(d.buf))
+			d.buf = append(d.buf, text...)
+			c.b, c.esc = int32(len(d.buf)), true
+		} else {
+			c.a, c.b = n.a+delta, n.b+delta
+		}
+	case Number:
+		c.a, c.b = n.a+delta, n.b+delta
+	case Array, Object:
+		if len(d.frames) >= b.l.maxDepth {
+			b.err = limitError(int(c.start), "nesting deeper than MaxDepth %d", b.l.maxDepth)
+			return
+		}
+		c.end = 0 // set by close, as Decode sets it
+		d.frames = append(d.frames, frame{node: d.add(c), base: int32(len(d.stack))})
+		stride := int32(1)
+		if n.kind == Object {
+			stride = 2
+		}
+		kids := src.kids[n.a : n.a+stride*n.b]
+		for k, kid := range kids {
+			if stride == 2 && k%2 == 0 {
+				b.node(src, kid, delta) // a key: no value to count
+			} else {
+				b.copy(src, kid, delta)
+			}
+			if b.err != nil {
+				return
+			}
+		}
+		d.close(int(n.end + delta))
+		return
+	}
+	d.add(c)
+}

@@ -1,0 +1,191 @@
+package args
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// decoded is what a Doc holds once a Decode or a Builder is done with it: its text and
+// every structure a Value reads.
+type decoded struct {
+	Src, Esc string
+	Nodes    []node
+	Kids     []int32
+	Objs     []int32
+	Open     int // frames and stack left over: none
+}
+
+func snapshot(d *Doc) decoded {
+	return decoded{Src: d.src, Esc: d.esc, Nodes: d.nodes, Kids: d.kids, Objs: d.objs, Open: len(d.frames) + len(d.stack)}
+}
+
+// member is one member for a Builder in a test: a value of another Doc, or a string.
+type bmember struct {
+	key   string
+	value string // JSON text of a value, when str is false
+	str   bool
+	s     string
+}
+
+// build writes members with a Builder under lim and checks the result against Decode
+// of the text it returned, the reference: the same text must decode to the same
+// document, and a text Decode refuses must be refused.
+func build(t *testing.T, members []bmember, lim *Limits) ([]byte, error) {
+	t.Helper()
+	var srcs []*Doc
+	var b Builder
+	var d Doc
+	d.Decode([]byte(`{"stale":1}`), nil) // whatever it held must go
+	b.Begin(&d, make([]byte, 0, 64), lim)
+	for _, m := range members {
+		if m.str {
+			b.StringMember(m.key, m.s)
+			continue
+		}
+		src := new(Doc)
+		if err := src.Decode([]byte(`{"v":`+m.value+`}`), nil); err != nil {
+			t.Fatalf("test value %s: %v", m.value, err)
+		}
+		srcs = append(srcs, src)
+		v, _ := src.Root().Lookup("v")
+		b.Member(m.key, v)
+	}
+	out, err := b.End()
+	// The reference: the text every member would have, decoded.
+	var text strings.Builder
+	text.WriteByte('{')
+	for i, m := range members {
+		if i > 0 {
+			text.WriteByte(',')
+		}
+		text.Write(AppendString(nil, m.key))
+		text.WriteByte(':')
+		if m.str {
+			text.Write(AppendString(nil, m.s))
+		} else {
+			text.WriteString(m.value)
+		}
+	}
+	text.WriteByte('}')
+	var ref Doc
+	refErr := ref.Decode([]byte(text.String()), lim)
+	if (err == nil) != (refErr == nil) {
+		t.Fatalf("Builder error %v, Decode of %q error %v", err, text.String(), refErr)
+	}
+	if err != nil {
+		if d.Root().Kind() != Invalid {
+			t.Fatal("the Builder failed but its Doc holds a document")
+		}
+		return nil, err
+	}
+	if string(out) != text.String() {
+		t.Fatalf("Builder wrote %q, want %q", out, text.String())
+	}
+	if diff := cmp.Diff(snapshot(&ref), snapshot(&d), cmp.AllowUnexported(node{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("the built Doc differs from Decode of %q (-decode +built):\n%s", out, diff)
+	}
+	return out, nil
+}
+
+func TestBuilder(t *testing.T) {
+	small := &Limits{MaxDepth: 3, MaxElements: 6, MaxStringBytes: 8, MaxBytes: 80}
+	tests := []struct {
+		name    string
+		members []bmember
+		lim     *Limits
+		wantErr string // substring; "" for none
+	}{
+		{name: "empty", members: nil},
+		{name: "scalars", members: []bmember{{key: "path", value: `"/home/a"`}, {key: "head", value: `40`}, {key: "b", value: `true`}, {key: "n", value: `null`}, {key: "f", value: `-1.5e+3`}}},
+		{name: "string members", members: []bmember{{key: "encoding", str: true, s: "utf-8"}, {key: "who", str: true, s: "al\"ice\n"}}},
+		{name: "escapes kept as written", members: []bmember{{key: "s", value: `"a\u0041\/\ud83d\ude00"`}, {key: "k", value: `{"\u0061":"\n","b":["\"",1]}`}}},
+		{name: "key needing escapes", members: []bmember{{key: "a\"b\\c\x01", value: `1`}, {key: "é", value: `"ü"`}}},
+		{name: "whitespace inside a value", members: []bmember{{key: "o", value: "{ \"a\" : [ 1 , 2 ] ,\n\"b\":{} }"}, {key: "e", value: `[]`}}},
+		{name: "nested", members: []bmember{{key: "a", value: `[[1,[2]],{"x":{"y":null}}]`}, {key: "b", str: true, s: ""}}},
+		{name: "duplicate key", members: []bmember{{key: "a", value: `1`}, {key: "a", str: true, s: "x"}}, wantErr: "duplicate"},
+		{name: "keys differing in case", members: []bmember{{key: "path", value: `1`}, {key: "PATH", value: `2`}}, wantErr: "duplicate"},
+		{name: "invalid UTF-8 key", members: []bmember{{key: "a\xff", value: `1`}}, wantErr: "UTF-8"},
+		{name: "invalid UTF-8 string", members: []bmember{{key: "a", str: true, s: "\xed\xa0\x80"}}, wantErr: "UTF-8"},
+		{name: "too deep", members: []bmember{{key: "a", value: `[[[1]]]`}}, lim: small, wantErr: "MaxDepth"},
+		{name: "deep enough", members: []bmember{{key: "a", value: `[[1]]`}}, lim: small},
+		{name: "too many values", members: []bmember{{key: "a", value: `[1,2,3,4,5]`}}, lim: small, wantErr: "MaxElements"},
+		{name: "string too long", members: []bmember{{key: "a", value: `"123456789"`}}, lim: small, wantErr: "MaxStringBytes"},
+		{name: "escaped string within the cap", members: []bmember{{key: "a", value: `"\u0031\u0032\u0033\u0034\u0035\u0036\u0037\u0038"`}}, lim: small},
+		{name: "key too long", members: []bmember{{key: "123456789", value: `1`}}, lim: small, wantErr: "MaxStringBytes"},
+		{name: "string member too long", members: []bmember{{key: "a", str: true, s: "123456789"}}, lim: small, wantErr: "MaxStringBytes"},
+		{name: "too many bytes", members: []bmember{{key: "a", str: true, s: "1234567"}, {key: "b", str: true, s: "1234567"}, {key: "c", str: true, s: "1234567"}, {key: "d", str: true, s: "1234567"}, {key: "e", value: `"1234567"`}}, lim: &Limits{MaxBytes: 60}, wantErr: "MaxBytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := build(t, tt.members, tt.lim)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBuilderRefusesItsOwnDoc: a value of the Doc being built is stale by then, and
+// refused rather than read.
+func TestBuilderRefusesItsOwnDoc(t *testing.T) {
+	var d Doc
+	if err := d.Decode([]byte(`{"a":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := d.Root().Lookup("a")
+	var b Builder
+	b.Begin(&d, nil, nil)
+	b.Member("a", v)
+	if _, err := b.End(); err == nil {
+		t.Fatal("End accepted a value of the Doc being built")
+	}
+	if d.Root().Kind() != Invalid {
+		t.Fatal("the failed Builder left a document")
+	}
+}
+
+// FuzzBuilder holds the Builder to Decode: members taken from a fuzzed document (each
+// kept or not, under a fuzzed key), and string members, under fuzzed limits, must give
+// the text and the Doc that Decode gives for that text, and fail exactly when it fails.
+func FuzzBuilder(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), "k", "v\x00", uint8(0xff), uint8(0))
+	}
+	f.Add([]byte(`{"a":[1,{"b":"\u00e9"}],"c":"x"}`), "A", "é", uint8(0x5), uint8(3))
+	f.Fuzz(func(t *testing.T, data []byte, key, s string, keep, lim uint8) {
+		var src Doc
+		if src.Decode(data, nil) != nil {
+			return
+		}
+		var members []bmember
+		root := src.Root()
+		for i := range root.Len() {
+			k, v := root.Member(i)
+			if keep&(1<<(i%8)) == 0 {
+				continue
+			}
+			if i%3 == 2 {
+				k = key
+			}
+			members = append(members, bmember{key: k, value: v.Raw()})
+		}
+		members = append(members, bmember{key: key, str: true, s: s})
+		var l *Limits
+		if lim != 0 {
+			l = &Limits{MaxDepth: int(lim & 7), MaxElements: int(lim >> 3 & 7 * 3), MaxStringBytes: int(lim >> 6 * 4), MaxBytes: int(lim) * 2}
+		}
+		if _, err := build(t, members, l); err != nil {
+			var se *SyntaxError
+			if !errors.As(err, &se) && !errors.Is(err, ErrLimit) {
+				t.Fatalf("Builder error %v is neither a *SyntaxError nor ErrLimit", err)
+			}
+		}
+	})
+}
