@@ -46,14 +46,19 @@ type Verdict struct {
 	Invalid bool
 }
 
-// verdict fills v, a zero Verdict, from the tally.
-func (t *tally) verdict(v *Verdict) {
+// verdict fills v, a zero Verdict, from the tally, and returns its
+// effects as seen: no rule is a Deny.
+func (t *tally) verdict(v *Verdict) seen {
+	enforced, would := seenDeny, seenDeny
 	if t.rule != nil {
 		v.Effect, v.Rule = t.rule.effect, t.rule.info
+		enforced = seenOf(v.Effect)
 	}
 	if t.would != nil {
 		v.Would, v.WouldRule = t.would.effect, t.would.info
+		would = seenOf(v.Would)
 	}
+	return enforced | would<<wouldShift
 }
 
 // Decision is the outcome of [Set.Decide]: a value, deny unless filled in.
@@ -279,30 +284,65 @@ func (s *Set) Decide(req *Request) (d Decision) {
 	d.req, d.n = req, len(req.Caps)
 	e := evaluator{req: req, bits: callBits(req), sig: requestSig(req)}
 	s.idx.action(&e)
-	e.t.verdict(&d.action)
-	effect, would := d.action.Effect, d.action.Would
+	seen := e.t.verdict(&d.action)
 	if len(req.Caps) > inlineCaps {
 		d.more = make([]Verdict, len(req.Caps)-inlineCaps)
 	}
 	for i := range req.Caps {
-		var v *Verdict
-		if i < inlineCaps {
-			v = &d.caps[i]
-		} else {
-			v = &d.more[i-inlineCaps]
-		}
+		v := d.capAt(i)
 		e.cap, e.t = &req.Caps[i], tally{}
 		if s.idx.capability(&e) {
-			e.t.verdict(v)
+			seen |= e.t.verdict(v)
 		} else {
 			v.Invalid = true // and Deny, the zero Effect
+			seen |= seenDeny | seenDeny<<wouldShift
 		}
-		effect, would = combine(effect, v.Effect), combine(would, v.Would)
 	}
-	d.effect, d.would = effect, would
+	d.effect, d.would = seen.effect(), (seen >> wouldShift).effect()
 	return d
 }
 
-// combine joins the outcomes of two targets of one call: deny beats ask
-// beats allow.
-func combine(a, b Effect) Effect { return stricter(a, b) }
+// capAt returns where the verdict on capability i goes.
+func (d *Decision) capAt(i int) *Verdict {
+	if i < inlineCaps {
+		return &d.caps[i]
+	}
+	return &d.more[i-inlineCaps]
+}
+
+// seen records the effects of the targets of a call, enforced in the low
+// bits and with shadow rules counted from wouldShift, so that combining
+// them is an OR: deny beats ask beats allow.
+type seen uint8
+
+const (
+	seenDeny seen = 1 << iota
+	seenAsk
+	seenAllow
+	wouldShift = iota
+)
+
+// seenOf records an effect; an effect out of range ranks as Deny.
+func seenOf(e Effect) seen {
+	switch e {
+	case Allow:
+		return seenAllow
+	case Ask:
+		return seenAsk
+	}
+	return seenDeny
+}
+
+// effect returns the strictest effect recorded in the low bits: Deny if
+// none.
+func (s seen) effect() Effect {
+	switch {
+	case s&seenDeny != 0:
+		return Deny
+	case s&seenAsk != 0:
+		return Ask
+	case s&seenAllow != 0:
+		return Allow
+	}
+	return Deny
+}

@@ -38,14 +38,6 @@ func (e Effect) rank() int {
 
 var ranks = [...]uint8{Deny: 2, Allow: 0, Ask: 1}
 
-// stricter returns the effect of higher precedence.
-func stricter(a, b Effect) Effect {
-	if b.rank() > a.rank() {
-		return b
-	}
-	return a
-}
-
 // verb is the effect as a verb in a reason: "rule x denies ...".
 func (e Effect) verb() string {
 	switch e {

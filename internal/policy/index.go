@@ -33,20 +33,33 @@ type cand struct {
 	classes  capability.Class
 	prefixes bool
 	shadow   bool
+	// need are the checks left to do where the candidate is listed
+	// (rule.residue); none for most.
+	need need
 }
 
-func candOf(r *rule) cand {
+// candOf returns the candidate for r in a list of the index for
+// capabilities of kind k (any kind for an action rule) whose candidates
+// the index found by the matchers d.
+func candOf(r *rule, k capability.Kind, d done) cand {
 	sig, capSig := ruleSig(r), ruleCapSig(r)
 	return cand{r: r, sig: sig, sigLanes: nonzero16(sig), capSig: capSig, capLanes: nonzero32(capSig),
-		prec: r.prec, mask: r.mask, classes: r.hosts.classes, prefixes: len(r.hosts.prefixes) > 0, shadow: r.shadow}
+		prec: r.prec, mask: r.mask, classes: r.hosts.classes, prefixes: len(r.hosts.prefixes) > 0, shadow: r.shadow,
+		need: r.residue(k, d)}
 }
 
 // pass reports whether the candidate survives the checks that need not
-// read the rule: its call bits and signatures fit (sigOK, capSigOK), and
-// it could change the tally. It is small enough to inline.
+// read the rule: its call bits and call signature fit (sigOK), and it
+// could change the tally. It is small enough to inline.
 func (c *cand) pass(e *evaluator) bool {
-	return e.bits&^c.mask == 0 && nonzero16(c.sig&e.sig) == c.sigLanes &&
-		nonzero32(c.capSig&e.capSig) == c.capLanes && e.t.useful(c.prec, c.shadow)
+	return e.bits&^c.mask == 0 && nonzero16(c.sig&e.sig) == c.sigLanes && e.t.useful(c.prec, c.shadow)
+}
+
+// passCap reports whether the candidate's capability signature fits
+// (capSigOK). Only net.connect capabilities have one: every other kind,
+// and the action, pass, so only the net.connect lists check it.
+func (c *cand) passCap(e *evaluator) bool {
+	return nonzero32(c.capSig&e.capSig) == c.capLanes
 }
 
 // done says which matchers of a candidate the index has checked already,
@@ -106,14 +119,14 @@ func (idx *index) addAction(r *rule) {
 	switch {
 	case allLiteral(r.tools):
 		for _, g := range r.tools {
-			idx.actionByTool.add(g.literal, r)
+			idx.actionByTool.add(g.literal, r, 0, doneTool)
 		}
 	case allLiteral(r.servers):
 		for _, g := range r.servers {
-			idx.actionByServer.add(g.literal, r)
+			idx.actionByServer.add(g.literal, r, 0, doneServer)
 		}
 	default:
-		idx.actionOther = append(idx.actionOther, candOf(r))
+		idx.actionOther = append(idx.actionOther, candOf(r, 0, 0))
 	}
 }
 
@@ -134,7 +147,7 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 			break
 		}
 		for _, p := range r.paths {
-			ki.paths.add(p, r)
+			ki.paths.add(p, r, k)
 		}
 		return
 	case capability.NetConnect:
@@ -142,16 +155,16 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 			break
 		}
 		for _, h := range r.hosts.exact {
-			ki.hostExact.add(h, r)
+			ki.hostExact.add(h, r, k, doneHost)
 		}
 		for _, s := range r.hosts.suffixes {
-			ki.hostSuffix.add(s, r)
+			ki.hostSuffix.add(s, r, k, 0)
 			if !slices.Contains(ki.suffixLens, len(s)) {
 				ki.suffixLens = append(ki.suffixLens, len(s))
 			}
 		}
 		if len(r.hosts.prefixes) > 0 || r.hosts.classes != 0 {
-			ki.hostOther = append(ki.hostOther, candOf(r))
+			ki.hostOther = append(ki.hostOther, candOf(r, k, 0))
 			ki.otherClasses |= r.hosts.classes
 			ki.otherPrefixes = ki.otherPrefixes || len(r.hosts.prefixes) > 0
 		}
@@ -167,14 +180,14 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 			}
 		}
 		if glob {
-			ki.programGlob = append(ki.programGlob, candOf(r))
+			ki.programGlob = append(ki.programGlob, candOf(r, k, 0))
 		} else {
 			for _, g := range r.programs {
-				ki.programExact.add(g.literal, r)
+				ki.programExact.add(g.literal, r, k, doneProgram)
 			}
 		}
 		if r.shell {
-			ki.shell = append(ki.shell, candOf(r))
+			ki.shell = append(ki.shell, candOf(r, k, 0))
 		}
 		return
 	case capability.ID:
@@ -182,11 +195,11 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 			break
 		}
 		for _, id := range r.idKinds {
-			ki.idKind.add(id, r)
+			ki.idKind.add(id, r, k, 0)
 		}
 		return
 	}
-	ki.generic = append(ki.generic, candOf(r))
+	ki.generic = append(ki.generic, candOf(r, k, 0))
 }
 
 // keyMap maps names to candidates. A filter of its keys' lengths and first
@@ -205,20 +218,27 @@ func keyBit(s string) uint {
 	return uint(len(s)*131+int(s[0])*7+int(s[len(s)-1])) & 1023
 }
 
-func (k *keyMap) add(key string, r *rule) {
+// add lists r under key, as a candidate for candOf(r, kind, d).
+func (k *keyMap) add(key string, r *rule, kind capability.Kind, d done) {
 	b := keyBit(key)
 	k.filter[b/64] |= 1 << (b % 64)
 	i := k.keys.put(key)
 	if i == len(k.vals) {
 		k.vals = append(k.vals, nil)
 	}
-	k.vals[i] = appendOnce(k.vals[i], r)
+	k.vals[i] = appendOnce(k.vals[i], r, kind, d)
 }
 
+// get returns the candidates listed under key. The filter is inlined
+// into the caller: most keys looked up are in no keyMap.
 func (k *keyMap) get(key string) []cand {
 	if b := keyBit(key); k.filter[b/64]&(1<<(b%64)) == 0 {
 		return nil
 	}
+	return k.lookup(key)
+}
+
+func (k *keyMap) lookup(key string) []cand {
 	if i := k.keys.get(key); i >= 0 {
 		return k.vals[i]
 	}
@@ -227,13 +247,13 @@ func (k *keyMap) get(key string) []cand {
 
 func (k *keyMap) empty() bool { return k.keys.n == 0 }
 
-// appendOnce appends r unless it is already last: a rule listing a key
-// twice is indexed once under it.
-func appendOnce(cs []cand, r *rule) []cand {
+// appendOnce appends candOf(r, k, d) unless r is already last: a rule
+// listing a key twice is indexed once under it.
+func appendOnce(cs []cand, r *rule, k capability.Kind, d done) []cand {
 	if len(cs) > 0 && cs[len(cs)-1].r == r {
 		return cs
 	}
-	return append(cs, candOf(r))
+	return append(cs, candOf(r, k, d))
 }
 
 // tally combines the rules that match one target (the action or one
@@ -288,9 +308,21 @@ func (e *evaluator) consider(cs []cand, d done) {
 	}
 }
 
+// considerAll is consider's loop, for any list but those of net.connect
+// (considerNet).
 func (e *evaluator) considerAll(cs []cand, d done) {
 	for i := range cs {
-		if c := &cs[i]; c.pass(e) && c.r.matchIndexed(e, d) {
+		if c := &cs[i]; c.pass(e) && (c.need == 0 || e.matchRest(c, d)) {
+			e.t.add(c.r)
+		}
+	}
+}
+
+// considerNet is consider for the lists of net.connect rules, whose
+// candidates have capability signatures.
+func (e *evaluator) considerNet(cs []cand, d done) {
+	for i := range cs {
+		if c := &cs[i]; c.pass(e) && c.passCap(e) && (c.need == 0 || e.matchRest(c, d)) {
 			e.t.add(c.r)
 		}
 	}
@@ -314,7 +346,7 @@ func (e *evaluator) considerAllHosts(cs []cand) {
 		if c.classes&classes == 0 && !(c.prefixes && addr) {
 			continue
 		}
-		if c.pass(e) && c.r.matchIndexed(e, 0) {
+		if c.pass(e) && c.passCap(e) && (c.need == 0 || e.matchRest(c, 0)) {
 			e.t.add(c.r)
 		}
 	}
@@ -322,7 +354,7 @@ func (e *evaluator) considerAllHosts(cs []cand) {
 
 // action tallies the action rules for the call.
 func (idx *index) action(e *evaluator) {
-	e.cap, e.capSig = nil, ^uint64(0)
+	e.cap = nil
 	e.consider(idx.actionByTool.get(e.req.Tool), doneTool)
 	e.consider(idx.actionByServer.get(e.req.Server), doneServer)
 	e.consider(idx.actionOther, 0)
@@ -332,26 +364,28 @@ func (idx *index) action(e *evaluator) {
 // e.cap is valid (validCap); the tally of an invalid one means nothing.
 func (idx *index) capability(e *evaluator) bool {
 	c := e.cap
-	e.capSig = capSig(c)
-	if c.Kind == capability.FSRead || c.Kind == capability.FSWrite {
+	switch c.Kind {
+	case capability.FSRead, capability.FSWrite:
 		ki := &idx.kinds[c.Kind]
 		if !ki.paths.walk(e) {
 			return false
 		}
 		e.consider(ki.generic, 0)
-		return true
-	}
-	if !validCap(c) {
-		return false
-	}
-	ki := &idx.kinds[c.Kind]
-	e.consider(ki.generic, 0)
-	switch c.Kind {
 	case capability.NetConnect:
+		if c.Host == "" {
+			return false
+		}
+		e.capSig = capSig(c)
+		ki := &idx.kinds[capability.NetConnect]
+		if len(ki.generic) > 0 {
+			e.considerNet(ki.generic, 0)
+		}
 		if ki.otherClasses&c.Classes != 0 || ki.otherPrefixes && c.Addr.IsValid() {
 			e.considerHosts(ki.hostOther)
 		}
-		e.consider(ki.hostExact.get(c.Host), doneHost)
+		if cs := ki.hostExact.get(c.Host); len(cs) > 0 {
+			e.considerNet(cs, doneHost)
+		}
 		if c.Addr.IsValid() {
 			break
 		}
@@ -359,14 +393,22 @@ func (idx *index) capability(e *evaluator) bool {
 		// of a key's length can be keys.
 		for _, n := range ki.suffixLens {
 			if h := c.Host; n < len(h) && h[len(h)-n-1] == '.' {
-				e.consider(ki.hostSuffix.get(h[len(h)-n:]), 0)
+				if cs := ki.hostSuffix.get(h[len(h)-n:]); len(cs) > 0 {
+					e.considerNet(cs, 0)
+				}
 			}
 		}
 	case capability.Exec:
+		ki := &idx.kinds[capability.Exec]
 		if c.Shell {
+			e.consider(ki.generic, 0)
 			e.consider(ki.shell, 0)
 			break
 		}
+		if c.Program == "" {
+			return false
+		}
+		e.consider(ki.generic, 0)
 		e.consider(ki.programGlob, 0)
 		e.consider(ki.programExact.get(c.Program), doneProgram)
 		if strings.IndexByte(c.Program, '/') >= 0 {
@@ -375,7 +417,11 @@ func (idx *index) capability(e *evaluator) bool {
 			}
 		}
 	case capability.ID:
+		ki := &idx.kinds[capability.ID]
+		e.consider(ki.generic, 0)
 		e.consider(ki.idKind.get(c.IDKind), 0)
+	default:
+		return false
 	}
 	return true
 }

@@ -1,6 +1,10 @@
 package policy
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
 
 // pathIndex holds the rules of one fs kind by their path_under directories.
 // A path is under a directory iff the directory is the path up to the end
@@ -47,9 +51,10 @@ func dirWordsAt(p string, j int) (a, b uint64) {
 // ("/srv/projects/team-537").
 func dirHash(a uint64, j int) uint64 { return mix(a^0xa0761d6478bd642f, uint64(j)^0xe7037ed1a0b428db) }
 
-func (x *pathIndex) add(dir string, r *rule) {
+// add lists r, a rule for capabilities of kind k, under dir.
+func (x *pathIndex) add(dir string, r *rule, k capability.Kind) {
 	if dir == "/" {
-		x.root = appendOnce(x.root, r)
+		x.root = appendOnce(x.root, r, k, donePath)
 		return
 	}
 	wa, wb := dirWordsAt(dir, len(dir))
@@ -57,30 +62,108 @@ func (x *pathIndex) add(dir string, r *rule) {
 	if i == len(x.rules) {
 		x.rules = append(x.rules, nil)
 	}
-	x.rules[i] = appendOnce(x.rules[i], r)
+	x.rules[i] = appendOnce(x.rules[i], r, k, donePath)
 	b := endBit(len(dir), dir[len(dir)-1])
 	x.ends[b/64] |= 1 << (b % 64)
 	x.maxLen = max(x.maxLen, len(dir))
 }
 
-// SWAR constants: a byte of ones, the low seven bits of each byte, and
-// each byte a slash.
+// SWAR constants: a byte of ones, the low seven bits of each byte, the
+// high bit of each, and each byte a slash, a dot or an 'a'.
 const (
 	bytes01 = 0x0101010101010101
 	bytes7f = 0x7f7f7f7f7f7f7f7f
+	bytes80 = 0x8080808080808080
 	slashes = '/' * bytes01
+	dots    = '.' * bytes01
+	letters = 'a' * bytes01
 )
 
 // zeroBytes sets the high bit of each zero byte of w, and only those.
 func zeroBytes(w uint64) uint64 { return ^((w&bytes7f + bytes7f) | w | bytes7f) }
 
+// slashesOf sets the high bit of each slash of w, and of each dot that
+// follows a byte it sets: w ^ slashes has a zero byte at a slash and a
+// one at a dot, which the borrow of the subtraction makes look zero after
+// a zero. So the bits are exact in a word where no bit follows another.
+func slashesOf(w uint64) uint64 {
+	x := w ^ slashes
+	return (x - bytes01) &^ x & bytes80
+}
+
+// packBits gathers the high bit of each byte of m into the low byte.
+func packBits(m uint64) uint64 { return (m >> 7) * 0x0102040810204080 >> 56 }
+
+// wordAt returns the eight bytes of p from i, which MUST be less than
+// len(p), as a little-endian number; past the end of p, the bytes are
+// letters.
+func wordAt(p string, i int) uint64 {
+	n := len(p)
+	rem := n - i
+	if rem >= 8 {
+		return load64(p[i:])
+	}
+	var w uint64
+	if n >= 8 {
+		w = load64(p[n-8:]) >> (8 * (8 - rem))
+	} else {
+		for k := n - 1; k >= i; k-- {
+			w = w<<8 | uint64(p[k])
+		}
+	}
+	return w | letters&^(1<<(8*rem)-1)
+}
+
+// scanPath reads p eight bytes at a time and returns the slashes of its
+// first 64 bytes as bits (bit j for p[j]), and whether the bits are exact
+// and p has no NUL and no slash or dot after a slash: no component that
+// may be empty, "." or "..". It calls nothing in its loops, so that they
+// keep their values in registers.
+func scanPath(p string) (found uint64, plain bool) {
+	var odd, carry uint64 // carry: the high bit of byte 0 if the byte before the word is a slash
+	q, i := p, 0
+	for ; len(q) >= 8; q, i = q[8:], i+8 {
+		w := load64(q)
+		slash := slashesOf(w)
+		odd |= (w-bytes01)&^w | slash&(slash<<8)
+		if carry != 0 && w&0xfe == '.' { // a slash or a dot after the slash
+			odd |= bytes80
+		}
+		carry = slash >> 56
+		if i < 64 {
+			found |= packBits(slash) << (i & 63)
+		}
+	}
+	if len(q) > 0 {
+		// The last eight bytes, which overlap the words read: the
+		// bytes before them were checked, and a bit found twice is
+		// one bit.
+		var w uint64
+		at := 0
+		if len(p) >= 8 {
+			w, at = load64(p[len(p)-8:]), len(p)-8
+		} else {
+			w = wordAt(p, 0)
+		}
+		slash := slashesOf(w)
+		odd |= (w-bytes01)&^w | slash&(slash<<8)
+		if at < 64 {
+			found |= packBits(slash) << (at & 63)
+		}
+	}
+	return found, odd&bytes80 == 0
+}
+
 // walk considers the rules of the directories e.cap.Path is under, and
 // reports whether the path is canonical: absolute, without NUL, and
 // without empty, "." or ".." components (what capability.CanonPath
-// returns). It reads the path eight bytes at a time, finds the slashes in
-// each word, and at the end of each component checks it and looks the path
-// so far up (through a filter, then the table). The tally of a path it
-// refuses means nothing.
+// returns). The tally of a path it refuses means nothing.
+//
+// A path is under a directory iff the directory is the path up to a
+// slash or its end. walk finds the slashes (scanPath), then looks up the
+// path up to each slash, up to the longest directory of the index
+// (through a filter, then the table), and the whole path. A path with a
+// NUL, or a slash or a dot after a slash, goes to walkExact instead.
 func (x *pathIndex) walk(e *evaluator) bool {
 	p := e.cap.Path
 	n := len(p)
@@ -93,46 +176,77 @@ func (x *pathIndex) walk(e *evaluator) bool {
 	if n == 1 {
 		return true
 	}
-	start := 1            // of the current component
-	skip := ^uint64(0x80) // the leading slash ends no component
-	var nul uint64        // the high bit of each NUL byte seen
-	for i := 0; i <= n; i += 8 {
-		// s: the high bit of each byte of p[i:i+8] that ends a
-		// component: a slash, or the end of p.
-		var s uint64
-		if rem := n - i; rem >= 8 {
-			w := load64(p[i:])
-			nul |= zeroBytes(w)
-			s = zeroBytes(w ^ slashes)
-		} else {
-			if rem > 0 {
-				var w uint64
-				if n >= 8 {
-					w = load64(p[n-8:]) >> (8 * (8 - rem))
-				} else {
-					for k := n - 1; k >= i; k-- {
-						w = w<<8 | uint64(p[k])
-					}
-				}
-				valid := uint64(1)<<(8*rem) - 1
-				nul |= zeroBytes(w) & valid
-				s = zeroBytes(w^slashes) & valid
-			}
-			s |= 0x80 << (8 * rem)
+	found, plain := scanPath(p)
+	if !plain || p[n-1] == '/' {
+		return x.walkExact(e, p, 0, 0, ^uint64(0x80))
+	}
+	maxLen := x.maxLen
+	if n <= maxLen && x.maybe(p, n) {
+		x.visit(e, p, n)
+	}
+	if maxLen < 63 {
+		found &= 2<<maxLen - 1
+	}
+	for found &= found - 1; found != 0; found &= found - 1 { // the leading slash ends no directory
+		if j := bits.TrailingZeros64(found); x.maybe(p, j) {
+			x.visit(e, p, j)
 		}
-		for s &= skip; s != 0; s &= s - 1 {
-			j := i + bits.TrailingZeros64(s)>>3
-			if j == start || p[start] == '.' && j-start <= 2 && p[j-1] == '.' {
-				return false // an empty, "." or ".." component
-			}
-			if j <= x.maxLen && x.maybe(p, j) {
+	}
+	if maxLen >= 64 && n > 64 {
+		x.visitFrom(e, p, 64)
+	}
+	return true
+}
+
+// visitFrom looks up the directories that end at a slash from p[i] on, i
+// a multiple of eight: walk's lookups past its mask. p MUST be canonical,
+// so that slashesOf is exact.
+func (x *pathIndex) visitFrom(e *evaluator, p string, i int) {
+	for ; i < len(p) && i <= x.maxLen; i += 8 {
+		for s := slashesOf(wordAt(p, i)); s != 0; s &= s - 1 {
+			if j := i + bits.TrailingZeros64(s)>>3; j <= x.maxLen && x.maybe(p, j) {
 				x.visit(e, p, j)
 			}
-			start = j + 1
 		}
-		skip = ^uint64(0)
 	}
-	return nul == 0
+}
+
+// walkExact is walk from the word at i, with carry and ends as walk has
+// them there, for a path with a NUL or a component that starts with a
+// slash or a dot. It finds the slashes and dots of each word exactly,
+// and checks each component that starts with either.
+func (x *pathIndex) walkExact(e *evaluator, p string, i int, carry, ends uint64) bool {
+	n := len(p)
+	for ; i < n; i += 8 {
+		w := wordAt(p, i)
+		if zeroBytes(w) != 0 {
+			return false // a NUL
+		}
+		slash := zeroBytes(w ^ slashes)
+		after := slash<<8 | carry // the bytes that follow a slash
+		carry = slash >> 56
+		for odd := (slash | zeroBytes(w^dots)) & after; odd != 0; odd &= odd - 1 {
+			k := i + bits.TrailingZeros64(odd)>>3
+			// p[k] is a slash or a dot after a slash: the component is
+			// empty, ".", ".." or a name that starts with a dot.
+			if p[k] == '/' || k+1 == n || p[k+1] == '/' || p[k+1] == '.' && (k+2 == n || p[k+2] == '/') {
+				return false
+			}
+		}
+		if i > x.maxLen {
+			continue
+		}
+		for s := slash & ends; s != 0; s &= s - 1 {
+			if j := i + bits.TrailingZeros64(s)>>3; j <= x.maxLen && x.maybe(p, j) {
+				x.visit(e, p, j)
+			}
+		}
+		ends = ^uint64(0)
+	}
+	if n <= x.maxLen && x.maybe(p, n) {
+		x.visit(e, p, n)
+	}
+	return p[n-1] != '/'
 }
 
 // visit considers the rules of directory p[:j], if it has any.

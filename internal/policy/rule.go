@@ -220,10 +220,20 @@ func (r *rule) callListsExcept(req *Request, d done) bool {
 	return r.roles == nil || anyRole(r.roles, req.Roles)
 }
 
+// anyRole reports whether have holds a role of want. It compares roles of
+// 8 to 16 bytes by two words, without a call.
 func anyRole(want, have []string) bool {
 	for _, w := range want {
+		n := len(w)
 		for _, h := range have {
-			if len(w) == len(h) && w == h {
+			if len(h) != n {
+				continue
+			}
+			if n >= 8 && n <= 16 {
+				if load64(w) == load64(h) && load64(w[n-8:]) == load64(h[n-8:]) {
+					return true
+				}
+			} else if w == h {
 				return true
 			}
 		}
@@ -389,26 +399,66 @@ func (r *rule) matches(req *Request, c *capability.Capability, vars **celVars) (
 	return r.cond(req, c, vars)
 }
 
-// matchIndexed is matches for a candidate of the index, which has checked
-// the call scalars (e.bits) and the matchers d.
-func (r *rule) matchIndexed(e *evaluator, d done) bool {
-	switch c := e.cap; {
-	case c == nil:
-		if r.kinds != 0 {
-			return false
+// residue says which matchers of r a candidate listed in the index must
+// still check once it passes its own checks (the call bits and
+// signatures, cand.pass, which only filter list matchers): those the
+// index did not check where it lists the candidate, for capabilities of
+// kind k (none for an action rule) found by the matchers d. A rule of
+// kind k is listed only in k's index, and an action rule only in the
+// action index, so the kind needs no check.
+func (r *rule) residue(k capability.Kind, d done) need {
+	var n need
+	if len(r.servers) > 0 && d&doneServer == 0 || len(r.tools) > 0 && d&doneTool == 0 ||
+		r.principals != nil || r.roles != nil {
+		n |= needLists
+	}
+	if r.when != nil {
+		n |= needCond
+	}
+	if r.kinds == 0 {
+		return n
+	}
+	switch k {
+	case capability.FSRead, capability.FSWrite:
+		if r.paths != nil && d&donePath == 0 {
+			n |= needCap
 		}
-	case !r.kinds.has(c.Kind):
-		return false
-	case d&donePath != 0:
-		// An fs capability whose path is under the rule's path_under: an
-		// fs rule has no other capability matcher.
-	case !r.matchCap(c, d):
+	case capability.NetConnect:
+		if r.hasHosts && d&doneHost == 0 || r.ports != nil || r.schemes != nil {
+			n |= needCap
+		}
+	case capability.ID:
+		if r.idKinds != nil {
+			n |= needCap
+		}
+	default:
+		// Exec: how a shell command or a program given by path meets
+		// the rule is matchCap's to say.
+		n |= needCap
+	}
+	return n
+}
+
+// need is a set of the checks of a candidate's rule that its own checks
+// and the index leave to do.
+type need uint8
+
+const (
+	needCap   need = 1 << iota // the capability matchers: matchCap
+	needLists                  // the call matchers that are lists: callListsExcept
+	needCond                   // the condition
+)
+
+// matchRest is matches for a candidate of the index that passed its
+// checks: it checks the matchers of c.need, in the evaluator's call and
+// capability (nil for the action), that the index did not (d).
+func (e *evaluator) matchRest(c *cand, d done) bool {
+	r := c.r
+	if c.need&needCap != 0 && !r.matchCap(e.cap, d) ||
+		c.need&needLists != 0 && !r.callListsExcept(e.req, d) {
 		return false
 	}
-	if r.lists && !r.callListsExcept(e.req, d) {
-		return false
-	}
-	if r.when == nil {
+	if c.need&needCond == 0 {
 		return true
 	}
 	ok, _ := r.cond(e.req, e.cap, &e.vars)

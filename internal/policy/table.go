@@ -74,7 +74,15 @@ func (t *strTable) get(key string) int {
 	if t.slots == nil {
 		return -1
 	}
-	a, b := strWords(key)
+	var a, b uint64
+	switch n := len(key); {
+	case n >= 8:
+		a, b = load64(key), load64(key[n-8:])
+	case n >= 4:
+		a, b = uint64(load32(key)), uint64(load32(key[n-4:]))
+	case n > 0:
+		a = uint64(key[0])<<16 | uint64(key[n>>1])<<8 | uint64(key[n-1])
+	}
 	return t.find(key, a, b, strHash(a, b, len(key)))
 }
 
@@ -86,15 +94,29 @@ func (t *strTable) find(key string, a, b, h uint64) int {
 		if s.val == 0 {
 			return -1
 		}
-		if s.a == a && s.b == b && len(s.key) == len(key) && (len(key) <= 16 || s.key == key) {
+		if s.a == a && s.b == b && len(s.key) == len(key) && sameRest(s.key, key) {
 			return int(s.val) - 1
 		}
 	}
 }
 
+// sameRest reports whether two keys of the same length and words are the
+// same: keys of up to 16 bytes are, and the middle word decides keys of
+// up to 24 (a directory such as /srv/projects/team-537).
+func sameRest(a, b string) bool {
+	switch n := len(a); {
+	case n <= 16:
+		return true
+	case n <= 24:
+		return load64(a[8:]) == load64(b[8:])
+	}
+	return a == b
+}
+
 // strWords returns the words of a name: its first and last eight bytes,
 // overlapping in a key of fewer than 16 (four bytes each below eight, and
-// the first, middle and last byte below four).
+// the first, middle and last byte below four). strTable.get computes them
+// as it does.
 func strWords(s string) (a, b uint64) {
 	switch n := len(s); {
 	case n >= 8:
@@ -108,10 +130,11 @@ func strWords(s string) (a, b uint64) {
 }
 
 // strHash hashes a name of n bytes from its words, as wyhash does short
-// inputs. Names that differ only in the middle of a long name collide,
-// which costs a probe.
+// inputs, with the length in the top byte of the second word (whose top
+// byte is zero for a name of fewer than eight bytes). Names that differ
+// only in the middle of a long name collide, which costs a probe.
 func strHash(a, b uint64, n int) uint64 {
-	return mix(uint64(n)^0x8ebc6af09c88c6e3, mix(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db))
+	return mix(a^0xa0761d6478bd642f, b^0xe7037ed1a0b428db^uint64(n)<<56)
 }
 
 // mix is wyhash's: the two halves of a 128-bit product, folded.

@@ -13,7 +13,11 @@ func TestStrTable(t *testing.T) {
 		keys = append(keys, fmt.Sprintf("team-%d", i))
 	}
 	keys = append(keys, "", "a", "ab", "abc", "abcd", "abcdefgh", "abcdefghi",
-		"0123456789abcdef-middle-one-0123456789abcdef", "0123456789abcdef-middle-two-0123456789abcdef")
+		"0123456789abcdef-middle-one-0123456789abcdef", "0123456789abcdef-middle-two-0123456789abcdef",
+		// Keys of 17 to 24 bytes that differ only between their first
+		// and last eight bytes: the middle word tells them apart.
+		"ABCDEFGHxijklmnop", "ABCDEFGHyijklmnop", "ABCDEFGH12345678ijklmnop", "ABCDEFGH12345679ijklmnop",
+		"ABCDEFGH1234567ijklmnop", "ABCDEFGH1234568ijklmnop")
 	var tab strTable
 	for i, k := range keys {
 		if got := tab.put(k); got != i {
@@ -28,7 +32,8 @@ func TestStrTable(t *testing.T) {
 			t.Errorf("get(%q) = %d, want %d", k, got, i)
 		}
 	}
-	for _, k := range []string{"team-1000", "team-", "team-01", "abcdefg", "b", "0123456789abcdef-middle-six-0123456789abcdef"} {
+	for _, k := range []string{"team-1000", "team-", "team-01", "abcdefg", "b", "0123456789abcdef-middle-six-0123456789abcdef",
+		"ABCDEFGHzijklmnop", "ABCDEFGH12345677ijklmnop", "ABCDEFGH1234569ijklmnop"} {
 		if got := tab.get(k); got != -1 {
 			t.Errorf("get(%q) = %d, want -1", k, got)
 		}
