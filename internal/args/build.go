@@ -60,10 +60,45 @@ func (b *Builder) Member(key string, v Value) {
 	}
 	delta := int32(len(b.out)) - n.start
 	b.out = append(b.out, v.d.src[n.start:n.end]...)
-	if b.overBytes() {
+	b.copy(v.d, v.i, delta)
+}
+
+// Keep appends member i of obj, an object of another Doc, as Member(key, value) would
+// write it, copying the key's text too when it needs no escape.
+func (b *Builder) Keep(obj Value, i int) {
+	if b.err != nil {
 		return
 	}
-	b.copy(v.d, v.i, delta)
+	n := obj.node()
+	switch {
+	case n == nil || n.kind != Object || i < 0 || i >= int(n.b):
+		b.err = errors.New("args: Builder: no such member")
+		return
+	case obj.d == b.d:
+		b.err = errSameDoc
+		return
+	}
+	src := obj.d
+	k, v := src.kids[int(n.a)+2*i], src.kids[int(n.a)+2*i+1]
+	kn := &src.nodes[k]
+	if kn.esc {
+		b.Member(src.text(k), obj.at(v)) // re-escaped, as Member writes it
+		return
+	}
+	// An unescaped key's text is its source text between the quotes, which holds
+	// nothing appendString would escape: Member would write the same bytes.
+	if b.n > 0 {
+		b.out = append(b.out, ',')
+	}
+	b.n++
+	delta := int32(len(b.out)) - kn.start
+	b.out = append(b.out, src.src[kn.start:kn.end]...)
+	b.out = append(b.out, ':')
+	b.node(src, k, delta)
+	vn := &src.nodes[v]
+	delta = int32(len(b.out)) - vn.start
+	b.out = append(b.out, src.src[vn.start:vn.end]...)
+	b.copy(src, v, delta)
 }
 
 // StringMember appends the member key with the string value s.
@@ -96,21 +131,50 @@ func (b *Builder) End() ([]byte, error) {
 	return b.out, nil
 }
 
-// overBytes records an error once the text is longer than MaxBytes.
+// overBytes records an error if the text is longer than MaxBytes. End alone asks:
+// offsets written while the text grows past MaxBytes (even past 2 GiB, where they
+// wrap) are never read, since End then fails and resets the Doc.
 func (b *Builder) overBytes() bool {
 	if len(b.out) > b.l.maxBytes {
-		b.err = limitError(b.l.maxBytes, "input of more than %d bytes is over MaxBytes %d", b.l.maxBytes, b.l.maxBytes)
+		b.tooLong()
 		return true
 	}
 	return false
+}
+
+//go:noinline
+func (b *Builder) tooLong() {
+	b.err = limitError(b.l.maxBytes, "input of more than %d bytes is over MaxBytes %d", b.l.maxBytes, b.l.maxBytes)
 }
 
 // count counts one more value against MaxElements.
 func (b *Builder) count() bool {
 	b.values++
 	if b.values > b.l.maxElements {
-		b.err = limitError(len(b.out), "more than MaxElements %d values", b.l.maxElements)
+		b.tooMany()
 		return false
+	}
+	return true
+}
+
+//go:noinline
+func (b *Builder) tooMany() {
+	b.err = limitError(len(b.out), "more than MaxElements %d values", b.l.maxElements)
+}
+
+// plainText reports whether s is printable ASCII without a quote or backslash, eight bytes at a
+// time: a JSON string of it needs no escape, and it is valid UTF-8.
+func plainText(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if special(load64(s, i)) {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf || !plain[s[i]] {
+			return false
+		}
 	}
 	return true
 }
@@ -129,6 +193,15 @@ func (b *Builder) key(key string) {
 // in the source text when it needs no escape, else unescaped in d.buf.
 func (b *Builder) str(s string) {
 	d := b.d
+	if len(s) <= b.l.maxString && plainText(s) {
+		// Printable ASCII without a quote or backslash: valid, and written as it is.
+		start := len(b.out)
+		b.out = append(b.out, '"')
+		b.out = append(b.out, s...)
+		b.out = append(b.out, '"')
+		d.add(node{start: int32(start), end: int32(len(b.out)), a: int32(start + 1), b: int32(len(b.out) - 1), kind: String})
+		return
+	}
 	if !utf8.ValidString(s) {
 		b.err = syntaxError(len(b.out), "invalid UTF-8 in string")
 		return
@@ -139,9 +212,6 @@ func (b *Builder) str(s string) {
 	}
 	start := len(b.out)
 	b.out = appendString(b.out, s)
-	if b.overBytes() {
-		return
-	}
 	n := node{start: int32(start), end: int32(len(b.out)), kind: String}
 	if len(b.out)-start == len(s)+2 { // nothing escaped
 		n.a, n.b = n.start+1, n.end-1

@@ -29,6 +29,10 @@ type bmember struct {
 	value string // JSON text of a value, when str is false
 	str   bool
 	s     string
+	// keep, with a value, has the Builder keep the member of an object where it
+	// is written with the key rawKey (JSON text; key is then its decoding).
+	keep   bool
+	rawKey string
 }
 
 // build writes members with a Builder under lim and checks the result against Decode
@@ -47,10 +51,17 @@ func build(t *testing.T, members []bmember, lim *Limits) ([]byte, error) {
 			continue
 		}
 		src := new(Doc)
+		srcs = append(srcs, src)
+		if m.keep {
+			if err := src.Decode([]byte(`{`+m.rawKey+`:`+m.value+`}`), nil); err != nil {
+				t.Fatalf("test member %s:%s: %v", m.rawKey, m.value, err)
+			}
+			b.Keep(src.Root(), 0)
+			continue
+		}
 		if err := src.Decode([]byte(`{"v":`+m.value+`}`), nil); err != nil {
 			t.Fatalf("test value %s: %v", m.value, err)
 		}
-		srcs = append(srcs, src)
 		v, _ := src.Root().Lookup("v")
 		b.Member(m.key, v)
 	}
@@ -59,6 +70,13 @@ func build(t *testing.T, members []bmember, lim *Limits) ([]byte, error) {
 	var text strings.Builder
 	text.WriteByte('{')
 	for i, m := range members {
+		if m.keep {
+			var kd Doc
+			if err := kd.Decode([]byte(`{`+m.rawKey+`:0}`), nil); err != nil {
+				t.Fatal(err)
+			}
+			m.key, _ = kd.Root().Member(0)
+		}
 		if i > 0 {
 			text.WriteByte(',')
 		}
@@ -106,6 +124,10 @@ func TestBuilder(t *testing.T) {
 		{name: "key needing escapes", members: []bmember{{key: "a\"b\\c\x01", value: `1`}, {key: "é", value: `"ü"`}}},
 		{name: "whitespace inside a value", members: []bmember{{key: "o", value: "{ \"a\" : [ 1 , 2 ] ,\n\"b\":{} }"}, {key: "e", value: `[]`}}},
 		{name: "nested", members: []bmember{{key: "a", value: `[[1,[2]],{"x":{"y":null}}]`}, {key: "b", str: true, s: ""}}},
+		{name: "kept members", members: []bmember{{keep: true, rawKey: `"path"`, value: `"/a"`}, {keep: true, rawKey: `"\u0061"`, value: `[1, "\n"]`}, {keep: true, rawKey: `"\""`, value: `{}`}, {keep: true, rawKey: `"é"`, value: `1e3`}}},
+		{name: "kept member too long", members: []bmember{{keep: true, rawKey: `"123456789"`, value: `1`}}, lim: small, wantErr: "MaxStringBytes"},
+		{name: "kept duplicate", members: []bmember{{keep: true, rawKey: `"a"`, value: `1`}, {keep: true, rawKey: `"\u0041"`, value: `2`}}, wantErr: "duplicate"},
+		{name: "kept too deep", members: []bmember{{keep: true, rawKey: `"a"`, value: `[[[1]]]`}}, lim: small, wantErr: "MaxDepth"},
 		{name: "duplicate key", members: []bmember{{key: "a", value: `1`}, {key: "a", str: true, s: "x"}}, wantErr: "duplicate"},
 		{name: "keys differing in case", members: []bmember{{key: "path", value: `1`}, {key: "PATH", value: `2`}}, wantErr: "duplicate"},
 		{name: "invalid UTF-8 key", members: []bmember{{key: "a\xff", value: `1`}}, wantErr: "UTF-8"},
@@ -171,7 +193,12 @@ func FuzzBuilder(f *testing.F) {
 			if keep&(1<<(i%8)) == 0 {
 				continue
 			}
-			if i%3 == 2 {
+			switch i % 3 {
+			case 0: // kept: its key as written in data
+				raw := src.nodes[src.kids[src.nodes[0].a+2*int32(i)]]
+				members = append(members, bmember{keep: true, rawKey: string(data[raw.start:raw.end]), value: v.Raw()})
+				continue
+			case 2:
 				k = key
 			}
 			members = append(members, bmember{key: k, value: v.Raw()})
@@ -186,6 +213,18 @@ func FuzzBuilder(f *testing.F) {
 			if !errors.As(err, &se) && !errors.Is(err, ErrLimit) {
 				t.Fatalf("Builder error %v is neither a *SyntaxError nor ErrLimit", err)
 			}
+		}
+	})
+}
+
+// FuzzSameKey holds sameKey's shortcut to strings.EqualFold.
+func FuzzSameKey(f *testing.F) {
+	for _, p := range [][2]string{{"path", "PATH"}, {"a", "b"}, {"k", "\u212a"}, {"s", "\u017f"}, {"@", "`"}, {"[", "{"}, {"", "a"}, {"Path", "pAth"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if got, want := sameKey(a, b), a == b || strings.EqualFold(a, b); got != want {
+			t.Fatalf("sameKey(%q, %q) = %v, want %v", a, b, got, want)
 		}
 	})
 }

@@ -331,6 +331,12 @@ func (d *Doc) checkKeys(n *node) error {
 // matches struct fields ("Path" and "path", and "ſ" and "s", fill the same
 // field, the last one winning). Such pairs are refused like duplicates.
 func sameKey(a, b string) bool {
+	if len(a) > 0 && len(b) > 0 && (a[0]|b[0]) < utf8.RuneSelf && (a[0]|0x20) != (b[0]|0x20) {
+		// Two ASCII first characters fold together only if equal or a case pair, and
+		// then they agree but for bit 0x20: keys that differ at once are told apart
+		// without folding the rest.
+		return false
+	}
 	return a == b || strings.EqualFold(a, b)
 }
 

@@ -164,7 +164,7 @@ func (p Pointer) variant(v Value, k int, key *string, found *bool) {
 			return
 		}
 		for m := range v.Len() {
-			if name, _ := v.Member(m); strings.EqualFold(name, t.name) {
+			if name, _ := v.Member(m); sameKey(name, t.name) {
 				*key, *found = name, true
 				return
 			}

@@ -162,9 +162,9 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size 
 	b.Begin(next, make([]byte, 0, size+64), &e.limits)
 	var placed uint64 // the set fields written in the model's member's place (a flat tool has at most 64)
 	for i := range root.Len() {
-		k, v := root.Member(i)
+		k, _ := root.Member(i)
 		if !t.touches(k) {
-			b.Member(k, v)
+			b.Keep(root, i)
 			continue
 		}
 		for j := range t.Set {
