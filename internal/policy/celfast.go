@@ -21,19 +21,25 @@ import (
 // or int literals; ==, != on strings, ints and bools; <, <=, >, >= on ints
 // and strings; startsWith, endsWith, contains; matches with a literal
 // pattern; size of a string or list; in; indexing a list; &&, ||, ! and
-// the ternary. Anything else (macros, has(), the strings extension,
-// doubles, dyn) leaves the condition to cel-go whole.
+// the ternary; the exists and all macros over lists of strings, nested up
+// to maxLoopDepth. Anything else (exists_one, map, filter, has(), the
+// strings extension, arithmetic, doubles, uints, dyn) leaves the condition
+// to cel-go whole.
 //
 // A closure never decides an error: where cel-go could fail (an index out
 // of range) or could exceed celCostLimit, it gives up (ok false) and the
 // condition is evaluated by cel-go, which makes the error, absorbs it in
 // && and || as CEL does, and reports it. So the fast path only has to give
 // cel-go's value where cel-go gives a value, and to give up wherever cel-go
-// might not: it charges every node of the expression an upper bound of
-// what cel-go's cost tracker charges for it (interpreter/runtimecost.go:
-// sizes are byte lengths, never less than cel-go's rune counts, and every
-// node costs one more), and gives up as soon as the sum passes the limit.
-// differential_cel_test.go and FuzzFastCondition hold it to cel-go.
+// might not: it charges every node it evaluates an upper bound of what
+// cel-go's cost tracker charges for it (interpreter/runtimecost.go: sizes
+// are byte lengths, never less than cel-go's rune counts, and every node
+// costs one more), and gives up as soon as the sum passes the limit; the
+// work of a string function is charged before it is done. The bound is
+// enforced: no evaluation, fast or not, runs past celCostLimit.
+// TestFastDifferential and FuzzFastCondition (celfast_test.go) hold the
+// fast evaluation to cel-go, value for value and its bound to cel-go's
+// actual cost.
 
 type (
 	fastBool    func(*celVars) (bool, bool)

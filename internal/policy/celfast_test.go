@@ -341,8 +341,11 @@ func (g *condGen) boolean(d int) string {
 	case 16:
 		// A comprehension, whose body may use its variable and those
 		// around it.
-		name := []string{"r", "a", "b", "c", "d"}[len(g.vars)%5]
+		name := g.pick("r", "a", "b") // sometimes shadowing one around
 		list := g.strList()
+		if list == "[]" {
+			list = `[""]` // the element type of [] is left open
+		}
 		g.vars = append(g.vars, name)
 		body := g.boolean(d)
 		g.vars = g.vars[:len(g.vars)-1]
