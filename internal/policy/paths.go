@@ -33,12 +33,16 @@ func (x *pathIndex) maybe(p string, j int) bool {
 // last and first eight bytes, read as numbers with the bytes of p past j
 // masked off when j < 8.
 func dirWordsAt(p string, j int) (a, b uint64) {
-	switch {
-	case j >= 8:
+	if j >= 8 {
 		return load64(p[j-8:]), load64(p)
-	case len(p) >= 8:
+	}
+	return shortDirWords(p, j)
+}
+
+func shortDirWords(p string, j int) (a, b uint64) {
+	if len(p) >= 8 {
 		a = load64(p) & (1<<(8*j) - 1)
-	default:
+	} else {
 		for k := j - 1; k >= 0; k-- {
 			a = a<<8 | uint64(p[k])
 		}

@@ -408,9 +408,11 @@ func (r *rule) matches(req *Request, c *capability.Capability, vars **celVars) (
 // action index, so the kind needs no check.
 func (r *rule) residue(k capability.Kind, d done) need {
 	var n need
-	if len(r.servers) > 0 && d&doneServer == 0 || len(r.tools) > 0 && d&doneTool == 0 ||
-		r.principals != nil || r.roles != nil {
+	if len(r.servers) > 0 && d&doneServer == 0 || len(r.tools) > 0 && d&doneTool == 0 || r.principals != nil {
 		n |= needLists
+	}
+	if r.roles != nil {
+		n |= needRoles
 	}
 	if r.when != nil {
 		n |= needCond
@@ -445,7 +447,8 @@ type need uint8
 
 const (
 	needCap   need = 1 << iota // the capability matchers: matchCap
-	needLists                  // the call matchers that are lists: callListsExcept
+	needLists                  // the server, tool and principal lists: callListsExcept
+	needRoles                  // the roles
 	needCond                   // the condition
 )
 
@@ -454,7 +457,8 @@ const (
 // capability (nil for the action), that the index did not (d).
 func (e *evaluator) matchRest(c *cand, d done) bool {
 	r := c.r
-	if c.need&needCap != 0 && !r.matchCap(e.cap, d) ||
+	if c.need&needRoles != 0 && !anyRole(r.roles, e.req.Roles) ||
+		c.need&needCap != 0 && !r.matchCap(e.cap, d) ||
 		c.need&needLists != 0 && !r.callListsExcept(e.req, d) {
 		return false
 	}

@@ -76,13 +76,20 @@ func ruleSig(r *rule) uint64 {
 
 // requestSig returns the call signature of req.
 func requestSig(req *Request) uint64 {
-	s := (nameBit8(req.Server)|firstBit8(req.Server))<<laneServer |
-		(nameBit8(req.Tool)|firstBit8(req.Tool))<<laneTool |
+	s := globLaneOf(req.Server)<<laneServer | globLaneOf(req.Tool)<<laneTool |
 		uint64(1)<<(nameHash(req.Principal)&15)<<lanePrinc
 	for _, role := range req.Roles {
 		s |= 1 << (nameHash(role) & 15) << laneRoles
 	}
 	return s
+}
+
+// globLaneOf is a request's server or tool lane: nameBit8(s) | firstBit8(s).
+func globLaneOf(s string) uint64 {
+	if s == "" {
+		return 1
+	}
+	return 1<<(nameHash(s)&7) | 1<<(8+s[0]&7)
 }
 
 // ruleCapSig returns the capability signature of r: ports in the low 32

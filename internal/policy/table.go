@@ -94,7 +94,7 @@ func (t *strTable) find(key string, a, b, h uint64) int {
 		if s.val == 0 {
 			return -1
 		}
-		if s.a == a && s.b == b && len(s.key) == len(key) && sameRest(s.key, key) {
+		if s.a == a && s.b == b && len(s.key) == len(key) && (len(key) <= 16 || sameRest(s.key, key)) {
 			return int(s.val) - 1
 		}
 	}
@@ -104,10 +104,9 @@ func (t *strTable) find(key string, a, b, h uint64) int {
 // same: keys of up to 16 bytes are, and the middle word decides keys of
 // up to 24 (a directory such as /srv/projects/team-537).
 func sameRest(a, b string) bool {
-	switch n := len(a); {
-	case n <= 16:
+	if n := len(a); n <= 16 {
 		return true
-	case n <= 24:
+	} else if n <= 24 {
 		return load64(a[8:]) == load64(b[8:])
 	}
 	return a == b
