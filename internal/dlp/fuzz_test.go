@@ -169,3 +169,32 @@ func FuzzRedactJSON(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanPrefilter holds Scan's shortcut for a string with no anchor byte to the
+// scanner it skips: the full pass from the first byte finds the same.
+func FuzzScanPrefilter(f *testing.F) {
+	for _, s := range fuzzSeeds(f) {
+		f.Add(s)
+	}
+	f.Add("path")
+	f.Add("encoding")
+	f.Add("/home/u/projects/app/internal/server/handler\u200bgo")
+	f.Fuzz(func(t *testing.T, s string) {
+		sc := scanner{s: s}
+		sc.run()
+		ref := sc.dst
+		if sc.invisible {
+			ref = scanVisible(s, ref)
+		}
+		ref = tidy(ref, 0)
+		got := Scan(s, nil)
+		if len(got) != len(ref) {
+			t.Fatalf("Scan(%q) = %v, the full pass %v", s, got, ref)
+		}
+		for i := range got {
+			if got[i] != ref[i] {
+				t.Fatalf("Scan(%q) = %v, the full pass %v", s, got, ref)
+			}
+		}
+	})
+}

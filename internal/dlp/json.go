@@ -35,8 +35,8 @@ func ScanValue(v args.Value, dst []Located) []Located {
 type walker struct {
 	dst     []Located
 	scratch []Finding
-	path    [64]step
-	deeper  []step // the steps past len(path), in a deeper document
+	path    [8]step // arguments are shallow: a deeper path costs an allocation
+	deeper  []step  // the steps past len(path), in a deeper document
 	depth   int
 }
 

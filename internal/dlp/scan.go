@@ -28,9 +28,16 @@ type Finding struct {
 // word joiners, soft hyphens, byte-order marks, bidirectional controls) removed, so that
 // a token split by them is found; its span then covers the invisible characters too.
 func Scan(s string, dst []Finding) []Finding {
+	first := anchorFrom(s, 0)
+	if first == len(s) {
+		// No byte a matcher starts at, so run would call none and add nothing, and
+		// no invisible character either (their first bytes are anchors): most keys
+		// and short values of arguments are done here, without the scanner.
+		return dst
+	}
 	base := len(dst)
 	sc := scanner{s: s, dst: dst}
-	sc.run()
+	sc.runFrom(first)
 	dst = sc.dst
 	if sc.invisible {
 		dst = scanVisible(s, dst)
@@ -54,22 +61,31 @@ func (sc *scanner) add(k Kind, start, end int) {
 
 // run is the prefilter: one table-driven pass that stops only at the bytes a secret can
 // be anchored on, and hands each to the matchers for that byte.
-func (sc *scanner) run() {
+func (sc *scanner) run() { sc.runFrom(0) }
+
+// anchorFrom returns the index of the first anchor byte of s at or after i, or len(s).
+func anchorFrom(s string, i int) int {
+	// Skip eight bytes at a time while none is an anchor: most text is letters and
+	// spaces.
+	for i+8 <= len(s) {
+		w := s[i : i+8]
+		if anchor[w[0]]|anchor[w[1]]|anchor[w[2]]|anchor[w[3]]|anchor[w[4]]|anchor[w[5]]|anchor[w[6]]|anchor[w[7]] != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(s) && anchor[s[i]] == 0 {
+		i++
+	}
+	return i
+}
+
+// runFrom is run for a string with no anchor before i.
+func (sc *scanner) runFrom(i int) {
 	s := sc.s
 	found := len(sc.dst)
-	for i := 0; i < len(s); {
-		// Skip eight bytes at a time while none is an anchor: most text is letters and
-		// spaces.
-		for i+8 <= len(s) {
-			w := s[i : i+8]
-			if anchor[w[0]]|anchor[w[1]]|anchor[w[2]]|anchor[w[3]]|anchor[w[4]]|anchor[w[5]]|anchor[w[6]]|anchor[w[7]] != 0 {
-				break
-			}
-			i += 8
-		}
-		for i < len(s) && anchor[s[i]] == 0 {
-			i++
-		}
+	for i < len(s) {
+		i = anchorFrom(s, i)
 		if i >= len(s) {
 			break
 		}

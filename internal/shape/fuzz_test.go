@@ -123,3 +123,16 @@ func sameShape(t *testing.T, x Syntax, a, b args.Value) {
 		}
 	}
 }
+
+// FuzzMayHoldBrace holds the word-at-a-time test to a byte loop.
+func FuzzMayHoldBrace(f *testing.F) {
+	for _, s := range []string{"", "{", "abcdefgh}", "abcdefghijklmnop\xef", "/home/u/projects/app/x.go", "12345678{"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := strings.ContainsAny(s, "{}") || strings.IndexByte(s, 0xEF) >= 0
+		if got := mayHoldBrace(s); got != want {
+			t.Fatalf("mayHoldBrace(%q) = %v, want %v", s, got, want)
+		}
+	})
+}

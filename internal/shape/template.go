@@ -171,7 +171,16 @@ const (
 // the first byte of every compatibility form of a brace (U+FE37..U+FF5D). It is the
 // fast path that lets plain text through without decoding it.
 func mayHoldBrace(s string) bool {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		b := s[i : i+8] // one load, once the compiler sees eight bytes
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		if zeroBytes(w^('{'*bytes01))|zeroBytes(w^('}'*bytes01))|zeroBytes(w^(0xEF*bytes01)) != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
 		switch s[i] {
 		case '{', '}', 0xEF:
 			return true
@@ -179,6 +188,15 @@ func mayHoldBrace(s string) bool {
 	}
 	return false
 }
+
+// bytes01 has each byte one; bytes7f the low seven bits of each byte.
+const (
+	bytes01 = 0x0101010101010101
+	bytes7f = 0x7f7f7f7f7f7f7f7f
+)
+
+// zeroBytes sets the high bit of each zero byte of w, and only those.
+func zeroBytes(w uint64) uint64 { return ^((w&bytes7f + bytes7f) | w | bytes7f) }
 
 // delimiterByte marks the bytes that may start a delimiter character: the ASCII ones,
 // and 0xEF, the first byte of each of their compatibility forms.
