@@ -49,16 +49,13 @@ type Verdict struct {
 // verdict fills v, a zero Verdict, from the tally, and returns its
 // effects as seen: no rule is a Deny.
 func (t *tally) verdict(v *Verdict) seen {
-	enforced, would := seenDeny, seenDeny
-	if t.rule != nil {
-		v.Effect, v.Rule = t.rule.effect, t.rule.info
-		enforced = seenOf(v.Effect)
+	if r := t.rule; r != nil {
+		v.Effect, v.Rule = r.effect, r.info
 	}
-	if t.would != nil {
-		v.Would, v.WouldRule = t.would.effect, t.would.info
-		would = seenOf(v.Would)
+	if r := t.would; r != nil {
+		v.Would, v.WouldRule = r.effect, r.info
 	}
-	return enforced | would<<wouldShift
+	return seenOfPrec(t.prec) | seenOfPrec(t.wouldPrec)<<wouldShift
 }
 
 // Decision is the outcome of [Set.Decide]: a value, deny unless filled in.
@@ -315,22 +312,20 @@ func (d *Decision) capAt(i int) *Verdict {
 // them is an OR: deny beats ask beats allow.
 type seen uint8
 
+// The bit of each effect is its rank (Effect.rank).
 const (
-	seenDeny seen = 1 << iota
+	seenAllow seen = 1 << iota
 	seenAsk
-	seenAllow
+	seenDeny
 	wouldShift = iota
 )
 
-// seenOf records an effect; an effect out of range ranks as Deny.
-func seenOf(e Effect) seen {
-	switch e {
-	case Allow:
-		return seenAllow
-	case Ask:
-		return seenAsk
-	}
-	return seenDeny
+// seenOfPrec records the effect of a tally's precedence (precedence): the
+// rank plus one in its high half, or zero for no rule, a Deny. In nibble
+// k of seenByRank is what high half k records.
+func seenOfPrec(prec uint64) seen {
+	const seenByRank = uint64(seenDeny)<<12 | uint64(seenAsk)<<8 | uint64(seenAllow)<<4 | uint64(seenDeny)
+	return seen(seenByRank >> (4 * (prec >> 32 & 3)) & 7)
 }
 
 // effect returns the strictest effect recorded in the low bits: Deny if

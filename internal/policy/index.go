@@ -16,6 +16,9 @@ type index struct {
 	actionByServer keyMap // the others whose server list is all literal names
 	actionOther    []cand // the rest
 	kinds          [capability.ID + 1]kindIndex
+	// memo holds the action candidates of recent (server, tool) pairs,
+	// found from the three lists above.
+	memo *actionMemo
 }
 
 // cand is a candidate rule with what rejects most candidates without
@@ -100,7 +103,7 @@ type kindIndex struct {
 }
 
 func buildIndex(rules []*rule) index {
-	var idx index
+	idx := index{memo: new(actionMemo)}
 	for _, r := range rules {
 		if r.kinds == 0 {
 			idx.addAction(r)
@@ -355,9 +358,7 @@ func (e *evaluator) considerAllHosts(cs []cand) {
 // action tallies the action rules for the call.
 func (idx *index) action(e *evaluator) {
 	e.cap = nil
-	e.consider(idx.actionByTool.get(e.req.Tool), doneTool)
-	e.consider(idx.actionByServer.get(e.req.Server), doneServer)
-	e.consider(idx.actionOther, 0)
+	e.consider(idx.memo.candidates(idx, e.req.Server, e.req.Tool), doneServer|doneTool)
 }
 
 // capability tallies the capability rules for e.cap, and reports whether

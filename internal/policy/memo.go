@@ -1,0 +1,86 @@
+package policy
+
+import (
+	"strings"
+	"sync/atomic"
+)
+
+// actionMemo remembers, for the (server, tool) pairs of recent calls, the
+// action rules whose server and tool matchers match the pair, so that
+// Decide matches tool globs and looks names up once per pair rather than
+// once per call. It is a direct-mapped table of immutable entries swapped
+// in whole: lookups take no lock and never allocate; a miss builds the
+// entry from the index (and allocates), replacing what the slot held. A
+// call's server and tool come from the tools a server offers, so few pairs
+// recur; pairs that collide only cost rebuilding. An entry is exact: it is
+// used only for the very server and tool it was built for.
+type actionMemo struct {
+	slots [memoSlots]atomic.Pointer[actionEntry]
+}
+
+// memoSlots is the number of entries an actionMemo holds: a power of two.
+const memoSlots = 256
+
+// actionEntry is the memo's answer for one (server, tool) pair: the action
+// candidates whose server and tool matchers match it, as candidates found
+// by both (doneServer | doneTool). The words of the names (strWords) let a
+// lookup compare names of up to 16 bytes without a call.
+type actionEntry struct {
+	server, tool string
+	sa, sb       uint64 // strWords(server)
+	ta, tb       uint64 // strWords(tool)
+	cands        []cand
+}
+
+// candidates returns the action candidates for the pair (server, tool),
+// building and remembering them on a miss.
+func (m *actionMemo) candidates(idx *index, server, tool string) []cand {
+	var sa, sb, ta, tb uint64
+	if n := len(server); n >= 8 {
+		sa, sb = load64(server), load64(server[n-8:])
+	} else {
+		sa, sb = strWords(server)
+	}
+	if n := len(tool); n >= 8 {
+		ta, tb = load64(tool), load64(tool[n-8:])
+	} else {
+		ta, tb = strWords(tool)
+	}
+	h := mix(sa^ta*0x9e3779b97f4a7c15^uint64(len(server))<<56, sb^tb^uint64(len(tool))<<48^0xe7037ed1a0b428db)
+	slot := &m.slots[h&(memoSlots-1)]
+	if e := slot.Load(); e != nil && e.sa == sa && e.sb == sb && e.ta == ta && e.tb == tb &&
+		len(e.server) == len(server) && len(e.tool) == len(tool) &&
+		(len(server) <= 16 || e.server == server) && (len(tool) <= 16 || e.tool == tool) {
+		return e.cands
+	}
+	e := &actionEntry{server: strings.Clone(server), tool: strings.Clone(tool), sa: sa, sb: sb, ta: ta, tb: tb,
+		cands: idx.actionCandidates(server, tool)}
+	slot.Store(e)
+	return e.cands
+}
+
+// actionCandidates returns the action rules whose server and tool matchers
+// match (server, tool), from the lists that index the action rules by
+// those names, as candidates whose server and tool are checked.
+func (idx *index) actionCandidates(server, tool string) []cand {
+	var out []cand
+	add := func(cs []cand) {
+	next:
+		for i := range cs {
+			r := cs[i].r
+			if !r.servers.match(server) || !r.tools.match(tool) {
+				continue
+			}
+			for j := range out {
+				if out[j].r == r {
+					continue next
+				}
+			}
+			out = append(out, candOf(r, 0, doneServer|doneTool))
+		}
+	}
+	add(idx.actionByTool.get(tool))
+	add(idx.actionByServer.get(server))
+	add(idx.actionOther)
+	return out
+}
