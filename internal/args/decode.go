@@ -331,14 +331,23 @@ func (d *Doc) checkKeys(n *node) error {
 // matches struct fields ("Path" and "path", and "ſ" and "s", fill the same
 // field, the last one winning). Such pairs are refused like duplicates.
 func sameKey(a, b string) bool {
-	if len(a) > 0 && len(b) > 0 && (a[0]|b[0]) < utf8.RuneSelf && (a[0]|0x20) != (b[0]|0x20) {
-		// Two ASCII first characters fold together only if equal or a case pair, and
-		// then they agree but for bit 0x20: keys that differ at once are told apart
-		// without folding the rest.
-		return false
+	// Two ASCII first characters fold together only if equal or a case pair, and then
+	// they agree but for bit 0x20: keys that differ at once are told apart without
+	// folding the rest.
+	if len(a) > 0 && len(b) > 0 {
+		if c := a[0] | b[0]; c < utf8.RuneSelf && (a[0]^b[0])&^0x20 != 0 {
+			return false
+		}
 	}
-	return a == b || strings.EqualFold(a, b)
+	return sameKeyFolded(a, b)
 }
+
+// SameKey reports whether two object keys name the same member for some server: equal,
+// or equal under Unicode simple case folding. [Doc.Decode] refuses an object holding
+// two such keys.
+func SameKey(a, b string) bool { return sameKey(a, b) }
+
+func sameKeyFolded(a, b string) bool { return a == b || strings.EqualFold(a, b) }
 
 // foldKey maps a key to a form in which sameKey keys are equal: every rune
 // replaced by the smallest rune of its case-folding orbit.

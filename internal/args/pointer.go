@@ -159,15 +159,26 @@ func (p Pointer) variant(v Value, k int, key *string, found *bool) {
 			}
 			return
 		}
-		if e, ok := v.Lookup(t.name); ok {
-			p.variant(e, k+1, key, found)
-			return
-		}
+		// One pass finds both the member named exactly and the first named so but
+		// for case. (Decode refuses an object holding two keys that sameKey calls
+		// the same, so there is at most one of either.)
+		variant := -1
 		for m := range v.Len() {
-			if name, _ := v.Member(m); sameKey(name, t.name) {
-				*key, *found = name, true
+			name, e := v.Member(m)
+			if !sameKey(name, t.name) {
+				continue
+			}
+			if name == t.name {
+				p.variant(e, k+1, key, found)
 				return
 			}
+			if variant < 0 {
+				variant = m
+			}
+		}
+		if variant >= 0 {
+			*key, _ = v.Member(variant)
+			*found = true
 		}
 	case Array:
 		if t.wild {

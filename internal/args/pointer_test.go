@@ -163,3 +163,95 @@ func TestZeroPointer(t *testing.T) {
 		t.Errorf("zero Pointer selects (-want +got):\n%s", diff)
 	}
 }
+
+// caseVariantRef is CaseVariant as first written: look the token up, and only when it
+// is absent look for a key equal to it under case folding.
+func caseVariantRef(p Pointer, v Value, k int) (string, bool) {
+	if k == len(p.toks) {
+		return "", false
+	}
+	t := &p.toks[k]
+	switch v.Kind() {
+	case Object:
+		if t.wild {
+			for m := range v.Len() {
+				_, e := v.Member(m)
+				if key, ok := caseVariantRef(p, e, k+1); ok {
+					return key, true
+				}
+			}
+			return "", false
+		}
+		if e, ok := v.Lookup(t.name); ok {
+			return caseVariantRef(p, e, k+1)
+		}
+		for m := range v.Len() {
+			if name, _ := v.Member(m); strings.EqualFold(name, t.name) {
+				return name, true
+			}
+		}
+	case Array:
+		if t.wild {
+			for m := range v.Len() {
+				if key, ok := caseVariantRef(p, v.Index(m), k+1); ok {
+					return key, true
+				}
+			}
+		} else if t.index >= 0 && t.index < v.Len() {
+			return caseVariantRef(p, v.Index(t.index), k+1)
+		}
+	}
+	return "", false
+}
+
+func TestCaseVariant(t *testing.T) {
+	doc := `{"Path":1,"head":{"X":[{"k":1},{"K":2}]},"ſ":3,"list":[{"Id":1}]}`
+	tests := []struct {
+		name, ptr string
+		want      string // the variant key, "" for none
+	}{
+		{name: "variant at the top", ptr: "/path", want: "Path"},
+		{name: "exact", ptr: "/head"},
+		{name: "variant below an exact key", ptr: "/head/x", want: "X"},
+		{name: "through a wildcard", ptr: "/head/X/*/k", want: "K"},
+		{name: "long s folds to s", ptr: "/s", want: "ſ"},
+		{name: "array index", ptr: "/list/0/id", want: "Id"},
+		{name: "absent", ptr: "/nothing"},
+		{name: "into a scalar", ptr: "/Path/x"},
+	}
+	d := mustDecode(t, doc)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ParsePointer(tt.ptr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, found := p.CaseVariant(d.Root())
+			if key != tt.want || found != (tt.want != "") {
+				t.Fatalf("CaseVariant(%s) = %q, %v; want %q", tt.ptr, key, found, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzCaseVariant holds CaseVariant's one pass to the reference's lookup and search.
+func FuzzCaseVariant(f *testing.F) {
+	f.Add([]byte(`{"Path":1,"head":{"X":[{"k":1},{"K":2}]},"ſ":3}`), "/path")
+	f.Add([]byte(`{"a":{"B":1}}`), "/a/b")
+	f.Add([]byte(`{"a":[{"B":1},{"b":2}]}`), "/a/*/b")
+	f.Fuzz(func(t *testing.T, data []byte, ptr string) {
+		var d Doc
+		if d.Decode(data, nil) != nil {
+			return
+		}
+		p, err := ParsePointer(ptr)
+		if err != nil {
+			return
+		}
+		key, found := p.CaseVariant(d.Root())
+		wantKey, wantFound := caseVariantRef(p, d.Root(), 0)
+		if key != wantKey || found != wantFound {
+			t.Fatalf("CaseVariant(%q) in %s = %q, %v; reference %q, %v", ptr, data, key, found, wantKey, wantFound)
+		}
+	})
+}

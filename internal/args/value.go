@@ -105,7 +105,9 @@ func (v Value) Lookup(key string) (Value, bool) {
 	}
 	kids := v.d.kids[n.a : n.a+2*n.b]
 	for k := 0; k < len(kids); k += 2 {
-		if v.d.text(kids[k]) == key {
+		// Length and first byte first: most keys differ there, and then the
+		// comparison costs no call.
+		if t := v.d.text(kids[k]); len(t) == len(key) && (len(t) == 0 || t[0] == key[0]) && t == key {
 			return v.at(kids[k+1]), true
 		}
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,7 +77,11 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 	}
 	doc := sc.doc
 	root := doc.Root()
-	if t != nil {
+	if applies, err := t.caseCheckFlat(root); applies {
+		if err != nil {
+			return nil, err
+		}
+	} else if t != nil {
 		for _, f := range t.Identity {
 			found := false
 			f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
@@ -147,6 +152,52 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 		return nil, refusal(RuleShape, "the shaped arguments: %v", err)
 	}
 	return out, nil
+}
+
+// caseCheckFlat is the first part of shape for a flat tool touching at most
+// eight fields: a model-supplied identity field, or a key differing from a
+// pinned or cleared field's only in case, refuses the call. It reads the
+// members once for every field, where the general check looks each field's
+// pointer up apart, and gives the same answer: an identity field present as
+// written or in another case, then for each pinned and each cleared field a
+// key naming it but for case while no key names it exactly, in that order.
+// applies is false when it does not apply.
+func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
+	if t == nil || !t.flat || len(t.touched) > 8 || root.Kind() != args.Object {
+		return false, nil
+	}
+	var exact, folded uint8 // by index in t.touched
+	var variant [8]string   // the first key naming touched[j] but for case
+	for i := range root.Len() {
+		k, _ := root.Member(i)
+		for j, name := range t.touched {
+			switch {
+			case !args.SameKey(k, name):
+			case k == name:
+				exact |= 1 << j
+			case folded&(1<<j) == 0:
+				variant[j], folded = k, folded|1<<j
+			}
+		}
+	}
+	bit := func(name string) uint8 { return 1 << slices.Index(t.touched, name) }
+	for _, f := range t.Identity {
+		if b := bit(f.toks[0]); (exact|folded)&b != 0 {
+			return true, refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
+		}
+	}
+	for i := range t.Set {
+		a := &t.Set[i]
+		if b := bit(a.toks[0]); folded&^exact&b != 0 {
+			return true, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", variant[slices.Index(t.touched, a.toks[0])], a.Pointer)
+		}
+	}
+	for i, toks := range t.clear {
+		if b := bit(toks[0]); folded&^exact&b != 0 {
+			return true, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", variant[slices.Index(t.touched, toks[0])], t.Clear[i])
+		}
+	}
+	return true, nil
 }
 
 // shapeFlat is the edit step for a tool whose set, clear and identity

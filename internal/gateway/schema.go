@@ -63,7 +63,7 @@ func (e *Engine) closedSchema(c *Call, s *Server, t *Tool, doc *args.Doc, cur []
 		}
 		opts = t.schemaOpts
 	}
-	sch, err := e.schemas.get(schemaKey{c.Server, c.Tool, c.SchemaKey}, c.Schema, opts)
+	sch, err := e.compiledSchema(c, t, opts)
 	if err != nil {
 		return nil, refusal(RuleSchema, "the tool's input schema cannot be checked, so no call to it is allowed: %v", err)
 	}
@@ -78,4 +78,30 @@ func (e *Engine) closedSchema(c *Call, s *Server, t *Tool, doc *args.Doc, cur []
 		return nil, refusal(RuleSchema, "the clamped arguments: %v", err)
 	}
 	return out, nil
+}
+
+// schemaMemo is the compiled schema a tool's last call used, and for which
+// engine and pin.
+type schemaMemo struct {
+	e   *Engine
+	key [32]byte
+	s   *schema.Schema
+	err error
+}
+
+// compiledSchema returns the compiled schema of c's tool from the cache. A
+// configured tool remembers the one its last call used: a tool's schema
+// rarely changes, and then a call takes it without the cache's lock and
+// hashing.
+func (e *Engine) compiledSchema(c *Call, t *Tool, opts *schema.Options) (*schema.Schema, error) {
+	if t != nil {
+		if m := t.lastSchema.Load(); m != nil && m.e == e && m.key == c.SchemaKey {
+			return m.s, m.err
+		}
+	}
+	sch, err := e.schemas.get(schemaKey{c.Server, c.Tool, c.SchemaKey}, c.Schema, opts)
+	if t != nil {
+		t.lastSchema.Store(&schemaMemo{e: e, key: c.SchemaKey, s: sch, err: err})
+	}
+	return sch, err
 }

@@ -19,11 +19,20 @@ func flatTool(t testing.TB) *Tool {
 
 // shapeBoth runs the flat edit and the tree edit on the same arguments.
 func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) {
+	flat, tree, flatErr, treeErr := shapeBothErr(t, a)
+	if flatErr != treeErr {
+		t.Fatalf("%s: the flat edit says %q, the tree edit %q", a, flatErr, treeErr)
+	}
+	return flat, tree, flatErr == "", treeErr == ""
+}
+
+// shapeBothErr is shapeBoth with the errors of the edits ("" for none).
+func shapeBothErr(t testing.TB, a []byte) (flat, tree []byte, flatErr, treeErr string) {
 	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules: []\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(forceTree bool) ([]byte, bool) {
+	run := func(forceTree bool) ([]byte, string) {
 		tool := flatTool(t)
 		e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": tool}}}, nil)
 		if err != nil {
@@ -37,8 +46,8 @@ func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) 
 		}
 		var sc scratch
 		sc.reset()
-		if sc.doc.Decode(a, nil) != nil {
-			return nil, false
+		if err := sc.doc.Decode(a, nil); err != nil {
+			return nil, "decode: " + err.Error()
 		}
 		out, err := e.shape(&Call{Server: "m", Tool: "send", Principal: "al\"ice", Arguments: a}, e.servers["m"], tool, &sc, a)
 		if err == nil {
@@ -51,10 +60,13 @@ func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) 
 				t.Fatalf("shaped arguments %s: the document differs from their decoding: %s", out, diff)
 			}
 		}
-		return out, err == nil
+		if err != nil {
+			return nil, err.Error()
+		}
+		return out, ""
 	}
-	flat, flatOK = run(false)
-	tree, treeOK = run(true)
+	flat, flatErr = run(false)
+	tree, treeErr = run(true)
 	return
 }
 
@@ -67,6 +79,11 @@ func TestShapeFlatEqualsTree(t *testing.T) {
 		`{"from":"x"}`,
 		`{"From":"x"}`,
 		`{"BCC":"eve"}`,
+		`{"Footer":1}`,
+		`{"Z":1,"footer":2}`,
+		`{"cC":1,"bcc":2}`,
+		`{"to":"x","ſ":1,"fooTer":{}}`,
+		`{"from":"x","BCC":1}`,
 	} {
 		flat, tree, fok, tok := shapeBoth(t, []byte(a))
 		if fok != tok || !bytes.Equal(flat, tree) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -36,6 +37,7 @@ type Tool struct {
 
 	once       sync.Once
 	compileErr error
+	lastSchema atomic.Pointer[schemaMemo]
 	// Identity fields are server-derived: a model-supplied value at one of
 	// them refuses the call, and the value is injected from the session's
 	// principal (R12).

@@ -109,7 +109,11 @@ func (s *Schema) clamp(root args.Value) (map[args.Value]string, []string, error)
 					return
 				}
 			}
-			f, err := strconv.ParseFloat(text, 64)
+			f, ok := plainIntValue(text)
+			var err error
+			if !ok {
+				f, err = strconv.ParseFloat(text, 64)
+			}
 			if err != nil {
 				viol = &Violation{Pointer: loc.String(), Keyword: "number", Message: errInexact.Error()}
 				return
@@ -136,4 +140,28 @@ func (s *Schema) clamp(root args.Value) (map[args.Value]string, []string, error)
 		}
 	}
 	return repl, at, nil
+}
+
+// plainIntValue returns the value of raw when it is a plain integer of at most 15
+// digits ([isPlainInt]): exactly what strconv.ParseFloat returns for it, since every
+// such integer is below 2^53, without its general parse.
+func plainIntValue(raw string) (float64, bool) {
+	if !isPlainInt(raw) {
+		return 0, false
+	}
+	d, neg := raw, false
+	if d[0] == '-' {
+		d, neg = d[1:], true
+	}
+	var n int64
+	for i := 0; i < len(d); i++ {
+		n = n*10 + int64(d[i]-'0')
+	}
+	if neg {
+		if n == 0 {
+			return 0, false // "-00" and the like: ParseFloat says -0
+		}
+		n = -n
+	}
+	return float64(n), true
 }

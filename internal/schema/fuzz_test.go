@@ -3,6 +3,9 @@ package schema
 import (
 	"bytes"
 	"errors"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -121,6 +124,26 @@ func FuzzCompile(f *testing.F) {
 		}
 		if _, _, err := s.Check(forward); err != nil {
 			t.Fatalf("forwarded arguments refused on a second check: %v", err)
+		}
+	})
+}
+
+// FuzzPlainIntValue holds the integer shortcut of clamping to strconv.ParseFloat.
+func FuzzPlainIntValue(f *testing.F) {
+	for _, s := range []string{"0", "-0", "40", "-1", "999999999999999", "1000000000000000", "007", "1e3", "-", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, ok := plainIntValue(raw)
+		if !ok {
+			if isPlainInt(raw) && strings.Trim(raw, "-0") != "" {
+				t.Fatalf("plainIntValue(%q) refused a plain integer", raw)
+			}
+			return // the caller parses it in full
+		}
+		want, err := strconv.ParseFloat(raw, 64)
+		if err != nil || got != want || math.Signbit(got) != math.Signbit(want) {
+			t.Fatalf("plainIntValue(%q) = %v, ParseFloat %v, %v", raw, got, want, err)
 		}
 	})
 }

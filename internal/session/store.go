@@ -140,7 +140,14 @@ func (s *Store) Open(id string, origin Origin) {
 }
 
 // clock returns the time as an offset from the epoch. Callers hold s.mu.
-func (s *Store) clock() time.Duration { return s.now().Sub(s.epoch) }
+func (s *Store) clock() time.Duration {
+	if s.opt.Now == nil {
+		// time.Since reads only the monotonic clock, which is all Sub would use of
+		// time.Now: the epoch has a monotonic reading.
+		return time.Since(s.epoch)
+	}
+	return s.now().Sub(s.epoch)
+}
 
 // lookup returns session id and marks it used, or nil if the store does not hold it or
 // it has been idle too long. It sweeps expired sessions first. Callers hold s.mu.
