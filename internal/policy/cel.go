@@ -9,6 +9,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
 )
@@ -198,6 +199,11 @@ func (c *condition) eval(v *celVars) (bool, error) {
 // evalCEL evaluates the condition with cel-go.
 func (c *condition) evalCEL(v *celVars) (bool, error) {
 	out, _, err := c.prg.Eval(v.activation())
+	return celOutcome(out, err)
+}
+
+// celOutcome is the outcome of a condition cel-go evaluated to out or err.
+func celOutcome(out ref.Val, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}
