@@ -300,6 +300,45 @@ type evaluator struct {
 	cap    *capability.Capability
 	vars   *celVars
 	t      tally
+
+	// roles are the keys of the call's roles (nRoles of them), set when
+	// a candidate first needs them (rolesSet) unless the call has more
+	// roles than they hold.
+	roles    [4]nameKey
+	nRoles   int
+	rolesSet bool
+}
+
+// hasRole reports whether the call has the one role of r (rule.role).
+func (e *evaluator) hasRole(r *rule) bool {
+	if !e.rolesSet {
+		return e.hasRoleFirst(r)
+	}
+	for i := range e.nRoles {
+		if e.roles[i] == r.role {
+			return true
+		}
+	}
+	return false
+}
+
+// hasRoleFirst is hasRole before the call's roles are set: it sets them,
+// or, for a call of more roles than they hold, compares the names.
+func (e *evaluator) hasRoleFirst(r *rule) bool {
+	if len(e.req.Roles) > len(e.roles) {
+		return anyRole(r.roles, e.req.Roles)
+	}
+	for _, role := range e.req.Roles {
+		if n := len(role); n >= 8 && n <= 16 {
+			e.roles[e.nRoles] = nameKey{load64(role), load64(role[n-8:]), n}
+			e.nRoles++
+		} else if n < 8 { // a longer one is no rule's one role
+			e.roles[e.nRoles] = keyOf(role)
+			e.nRoles++
+		}
+	}
+	e.rolesSet = true
+	return e.hasRole(r)
 }
 
 // consider runs the candidates cs, which the index found with the matchers
@@ -315,9 +354,22 @@ func (e *evaluator) consider(cs []cand, d done) {
 // (considerNet).
 func (e *evaluator) considerAll(cs []cand, d done) {
 	for i := range cs {
-		if c := &cs[i]; c.pass(e) && (c.need == 0 || e.matchRest(c, d)) {
-			e.t.add(c.r)
+		c := &cs[i]
+		if !c.pass(e) {
+			continue
 		}
+		switch c.need {
+		case 0:
+		case needRole:
+			if !e.hasRole(c.r) {
+				continue
+			}
+		default:
+			if !e.matchRest(c, d) {
+				continue
+			}
+		}
+		e.t.add(c.r)
 	}
 }
 

@@ -126,17 +126,29 @@ func wordAt(p string, i int) uint64 {
 func scanPath(p string) (found uint64, plain bool) {
 	var odd, carry uint64 // carry: the high bit of byte 0 if the byte before the word is a slash
 	q, i := p, 0
-	for ; len(q) >= 8; q, i = q[8:], i+8 {
+	for ; len(q) >= 16; q, i = q[16:], i+16 {
+		w, v := load64(q), load64(q[8:])
+		s, t := slashesOf(w), slashesOf(v)
+		odd |= (w-bytes01)&^w | s&(s<<8) | (v-bytes01)&^v | t&(t<<8|s>>56)
+		if carry != 0 && w&0xfe == '.' || s>>56 != 0 && v&0xfe == '.' { // a slash or a dot after a slash
+			odd |= bytes80
+		}
+		carry = t >> 56
+		if i < 64 {
+			found |= (packBits(s) | packBits(t)<<8) << (i & 63)
+		}
+	}
+	if len(q) >= 8 {
 		w := load64(q)
 		slash := slashesOf(w)
 		odd |= (w-bytes01)&^w | slash&(slash<<8)
-		if carry != 0 && w&0xfe == '.' { // a slash or a dot after the slash
+		if carry != 0 && w&0xfe == '.' {
 			odd |= bytes80
 		}
-		carry = slash >> 56
 		if i < 64 {
 			found |= packBits(slash) << (i & 63)
 		}
+		q, i = q[8:], i+8
 	}
 	if len(q) > 0 {
 		// The last eight bytes, which overlap the words read: the
@@ -255,7 +267,12 @@ func (x *pathIndex) walkExact(e *evaluator, p string, i int, carry, ends uint64)
 
 // visit considers the rules of directory p[:j], if it has any.
 func (x *pathIndex) visit(e *evaluator, p string, j int) {
-	a, b := dirWordsAt(p, j)
+	var a, b uint64
+	if j >= 8 {
+		a, b = load64(p[j-8:]), load64(p)
+	} else {
+		a, b = shortDirWords(p, j)
+	}
 	if k := x.dirs.find(p[:j], a, b, dirHash(a, j)); k >= 0 {
 		e.considerAll(x.rules[k], donePath)
 	}

@@ -54,6 +54,7 @@ type rule struct {
 	tools      globs
 	principals []string
 	roles      []string
+	role       nameKey // the one role, if the rule names one of up to 16 bytes
 
 	// Capability matchers. kinds is zero for an action rule.
 	paths    []string
@@ -411,7 +412,10 @@ func (r *rule) residue(k capability.Kind, d done) need {
 	if len(r.servers) > 0 && d&doneServer == 0 || len(r.tools) > 0 && d&doneTool == 0 || r.principals != nil {
 		n |= needLists
 	}
-	if r.roles != nil {
+	switch {
+	case len(r.roles) == 1 && len(r.roles[0]) <= 16:
+		n |= needRole
+	case r.roles != nil:
 		n |= needRoles
 	}
 	if r.when != nil {
@@ -448,6 +452,7 @@ type need uint8
 const (
 	needCap   need = 1 << iota // the capability matchers: matchCap
 	needLists                  // the server, tool and principal lists: callListsExcept
+	needRole                   // the one role, by its words: evaluator.hasRole
 	needRoles                  // the roles
 	needCond                   // the condition
 )
@@ -457,7 +462,8 @@ const (
 // capability (nil for the action), that the index did not (d).
 func (e *evaluator) matchRest(c *cand, d done) bool {
 	r := c.r
-	if c.need&needRoles != 0 && !anyRole(r.roles, e.req.Roles) ||
+	if c.need&needRole != 0 && !e.hasRole(r) ||
+		c.need&needRoles != 0 && !anyRole(r.roles, e.req.Roles) ||
 		c.need&needCap != 0 && !r.matchCap(e.cap, d) ||
 		c.need&needLists != 0 && !r.callListsExcept(e.req, d) {
 		return false

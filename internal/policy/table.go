@@ -6,8 +6,8 @@ import "math/bits"
 // names up in it (tools, servers, hosts, programs, id kinds, directories)
 // by a cheap hash, and compares keys by two words read from them (their
 // first and last eight bytes, say), which decide equality outright for a
-// key of up to 16 bytes: a longer key that matches them is compared in
-// full. A hash collision costs a probe, never a wrong answer. Keys come
+// key of up to 16 bytes; a third word, bytes 8 to 15, decides it for a key
+// of up to 24, and a longer key that matches them is compared in full. A hash collision costs a probe, never a wrong answer. Keys come
 // from the policy and the table is at most half full, so a caller choosing
 // the name looked up cannot make a probe sequence longer than the policy
 // made it.
@@ -94,22 +94,23 @@ func (t *strTable) find(key string, a, b, h uint64) int {
 		if s.val == 0 {
 			return -1
 		}
-		if s.a == a && s.b == b && len(s.key) == len(key) && (len(key) <= 16 || sameRest(s.key, key)) {
+		if s.a == a && s.b == b && len(s.key) == len(key) &&
+			(len(key) <= 16 || len(key) <= 24 && load64(s.key[8:]) == load64(key[8:]) || len(key) > 24 && s.key == key) {
 			return int(s.val) - 1
 		}
 	}
 }
 
-// sameRest reports whether two keys of the same length and words are the
-// same: keys of up to 16 bytes are, and the middle word decides keys of
-// up to 24 (a directory such as /srv/projects/team-537).
-func sameRest(a, b string) bool {
-	if n := len(a); n <= 16 {
-		return true
-	} else if n <= 24 {
-		return load64(a[8:]) == load64(b[8:])
-	}
-	return a == b
+// nameKey is a name of up to 16 bytes as its length and words (strWords),
+// which decide its equality.
+type nameKey struct {
+	a, b uint64
+	n    int
+}
+
+func keyOf(s string) nameKey {
+	a, b := strWords(s)
+	return nameKey{a, b, len(s)}
 }
 
 // strWords returns the words of a name: its first and last eight bytes,
