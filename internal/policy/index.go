@@ -96,7 +96,7 @@ type kindIndex struct {
 	otherPrefixes bool
 
 	programExact keyMap // exec: rules by literal program
-	programGlob  []cand // exec: rules with a program glob
+	programGlob  []cand // exec: rules with a program glob (and under their literal ones in programExact)
 	shell        []cand // exec: rules with shell: true and a program matcher
 
 	idKind keyMap // id: rules by id_kind
@@ -176,18 +176,18 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 		if r.programs == nil {
 			break // generic, shell: true or not
 		}
+		// Literal programs are looked up; a rule with a glob among them
+		// is also a candidate for every program.
 		glob := false
 		for _, g := range r.programs {
 			if g.wild {
 				glob = true
+			} else {
+				ki.programExact.add(g.literal, r, k, doneProgram)
 			}
 		}
 		if glob {
 			ki.programGlob = append(ki.programGlob, candOf(r, k, 0))
-		} else {
-			for _, g := range r.programs {
-				ki.programExact.add(g.literal, r, k, doneProgram)
-			}
 		}
 		if r.shell {
 			ki.shell = append(ki.shell, candOf(r, k, 0))
@@ -314,8 +314,8 @@ func (e *evaluator) hasRole(r *rule) bool {
 	if !e.rolesSet {
 		return e.hasRoleFirst(r)
 	}
-	for i := range e.nRoles {
-		if e.roles[i] == r.role {
+	for _, k := range e.roles[:e.nRoles] {
+		if k == r.role {
 			return true
 		}
 	}
@@ -329,13 +329,19 @@ func (e *evaluator) hasRoleFirst(r *rule) bool {
 		return anyRole(r.roles, e.req.Roles)
 	}
 	for _, role := range e.req.Roles {
-		if n := len(role); n >= 8 && n <= 16 {
-			e.roles[e.nRoles] = nameKey{load64(role), load64(role[n-8:]), n}
-			e.nRoles++
-		} else if n < 8 { // a longer one is no rule's one role
-			e.roles[e.nRoles] = keyOf(role)
-			e.nRoles++
+		var k nameKey // keyOf(role), written out
+		switch n := len(role); {
+		case n > 16:
+			continue // no rule's one role
+		case n >= 8:
+			k = nameKey{load64(role), load64(role[n-8:]), n}
+		case n >= 4:
+			k = nameKey{uint64(load32(role)), uint64(load32(role[n-4:])), n}
+		case n > 0:
+			k = nameKey{uint64(role[0])<<16 | uint64(role[n>>1])<<8 | uint64(role[n-1]), 0, n}
 		}
+		e.roles[e.nRoles] = k
+		e.nRoles++
 	}
 	e.rolesSet = true
 	return e.hasRole(r)
@@ -360,8 +366,18 @@ func (e *evaluator) considerAll(cs []cand, d done) {
 		}
 		switch c.need {
 		case 0:
-		case needRole:
-			if !e.hasRole(c.r) {
+		case needRole: // hasRole, written out
+			if !e.rolesSet {
+				if !e.hasRoleFirst(c.r) {
+					continue
+				}
+				break
+			}
+			i := 0
+			for i < e.nRoles && e.roles[i] != c.r.role {
+				i++
+			}
+			if i == e.nRoles {
 				continue
 			}
 		default:
@@ -370,6 +386,17 @@ func (e *evaluator) considerAll(cs []cand, d done) {
 			}
 		}
 		e.t.add(c.r)
+	}
+}
+
+// considerFull is considerAll for candidates found where the index did
+// not look them up (exec rules under a program's base name): it checks
+// their capability matchers whatever their need says.
+func (e *evaluator) considerFull(cs []cand) {
+	for i := range cs {
+		if c := &cs[i]; c.pass(e) && e.matchNeeded(c, 0, c.need|needCap) {
+			e.t.add(c.r)
+		}
 	}
 }
 
@@ -462,11 +489,15 @@ func (idx *index) capability(e *evaluator) bool {
 			return false
 		}
 		e.consider(ki.generic, 0)
-		e.consider(ki.programGlob, 0)
+		// A rule found under the program is not considered again among
+		// the globs: it could not change the tally (tally.useful).
 		e.consider(ki.programExact.get(c.Program), doneProgram)
+		e.consider(ki.programGlob, 0)
 		if strings.IndexByte(c.Program, '/') >= 0 {
 			if base := path.Base(c.Program); base != c.Program {
-				e.consider(ki.programExact.get(base), 0)
+				if cs := ki.programExact.get(base); len(cs) > 0 {
+					e.considerFull(cs)
+				}
 			}
 		}
 	case capability.ID:

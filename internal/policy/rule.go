@@ -437,9 +437,15 @@ func (r *rule) residue(k capability.Kind, d done) need {
 		if r.idKinds != nil {
 			n |= needCap
 		}
+	case capability.Exec:
+		// Found under the very program (programExact, which only a call
+		// that is no shell command looks up), the rule matches by its
+		// programs; how a shell command or a program's base name meets
+		// it is matchCap's to say.
+		if d&doneProgram == 0 {
+			n |= needCap
+		}
 	default:
-		// Exec: how a shell command or a program given by path meets
-		// the rule is matchCap's to say.
 		n |= needCap
 	}
 	return n
@@ -460,15 +466,18 @@ const (
 // matchRest is matches for a candidate of the index that passed its
 // checks: it checks the matchers of c.need, in the evaluator's call and
 // capability (nil for the action), that the index did not (d).
-func (e *evaluator) matchRest(c *cand, d done) bool {
+func (e *evaluator) matchRest(c *cand, d done) bool { return e.matchNeeded(c, d, c.need) }
+
+// matchNeeded is matchRest for the checks n.
+func (e *evaluator) matchNeeded(c *cand, d done, n need) bool {
 	r := c.r
-	if c.need&needRole != 0 && !e.hasRole(r) ||
-		c.need&needRoles != 0 && !anyRole(r.roles, e.req.Roles) ||
-		c.need&needCap != 0 && !r.matchCap(e.cap, d) ||
-		c.need&needLists != 0 && !r.callListsExcept(e.req, d) {
+	if n&needRole != 0 && !e.hasRole(r) ||
+		n&needRoles != 0 && !anyRole(r.roles, e.req.Roles) ||
+		n&needCap != 0 && !r.matchCap(e.cap, d) ||
+		n&needLists != 0 && !r.callListsExcept(e.req, d) {
 		return false
 	}
-	if c.need&needCond == 0 {
+	if n&needCond == 0 {
 		return true
 	}
 	ok, _ := r.cond(e.req, e.cap, &e.vars)
