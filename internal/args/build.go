@@ -80,22 +80,30 @@ func (b *Builder) Keep(obj Value, i int) {
 	}
 	src := obj.d
 	k, v := src.kids[int(n.a)+2*i], src.kids[int(n.a)+2*i+1]
-	kn := &src.nodes[k]
+	kn, vn := &src.nodes[k], &src.nodes[v]
 	if kn.esc {
 		b.Member(src.text(k), obj.at(v)) // re-escaped, as Member writes it
 		return
 	}
 	// An unescaped key's text is its source text between the quotes, which holds
 	// nothing appendString would escape: Member would write the same bytes.
+	out := b.out
 	if b.n > 0 {
-		b.out = append(b.out, ',')
+		out = append(out, ',')
 	}
 	b.n++
-	delta := int32(len(b.out)) - kn.start
-	b.out = append(b.out, src.src[kn.start:kn.end]...)
-	b.out = append(b.out, ':')
+	if vn.start == kn.end+1 {
+		// "key":value as written, with only the colon between: one copy, one shift.
+		delta := int32(len(out)) - kn.start
+		b.out = append(out, src.src[kn.start:vn.end]...)
+		b.node(src, k, delta)
+		b.copy(src, v, delta)
+		return
+	}
+	delta := int32(len(out)) - kn.start
+	out = append(out, src.src[kn.start:kn.end]...)
+	b.out = append(out, ':')
 	b.node(src, k, delta)
-	vn := &src.nodes[v]
 	delta = int32(len(b.out)) - vn.start
 	b.out = append(b.out, src.src[vn.start:vn.end]...)
 	b.copy(src, v, delta)
@@ -155,6 +163,11 @@ func (b *Builder) count() bool {
 		return false
 	}
 	return true
+}
+
+//go:noinline
+func (b *Builder) tooLongString(at, n int) {
+	b.err = limitError(at, "string of %d bytes is over MaxStringBytes %d", n, b.l.maxString)
 }
 
 //go:noinline
@@ -239,14 +252,13 @@ func (b *Builder) node(src *Doc, si int32, delta int32) {
 	c := node{start: n.start + delta, end: n.end + delta, kind: n.kind}
 	switch n.kind {
 	case String:
-		text := src.text(si)
-		if len(text) > b.l.maxString {
-			b.err = limitError(int(c.start), "string of %d bytes is over MaxStringBytes %d", len(text), b.l.maxString)
+		if int(n.b-n.a) > b.l.maxString { // the text's length, wherever it is
+			b.tooLongString(int(c.start), int(n.b-n.a))
 			return
 		}
 		if n.esc {
 			c.a = int32(len(d.buf))
-			d.buf = append(d.buf, text...)
+			d.buf = append(d.buf, src.esc[n.a:n.b]...)
 			c.b, c.esc = int32(len(d.buf)), true
 		} else {
 			c.a, c.b = n.a+delta, n.b+delta

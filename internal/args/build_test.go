@@ -125,6 +125,7 @@ func TestBuilder(t *testing.T) {
 		{name: "whitespace inside a value", members: []bmember{{key: "o", value: "{ \"a\" : [ 1 , 2 ] ,\n\"b\":{} }"}, {key: "e", value: `[]`}}},
 		{name: "nested", members: []bmember{{key: "a", value: `[[1,[2]],{"x":{"y":null}}]`}, {key: "b", str: true, s: ""}}},
 		{name: "kept members", members: []bmember{{keep: true, rawKey: `"path"`, value: `"/a"`}, {keep: true, rawKey: `"\u0061"`, value: `[1, "\n"]`}, {keep: true, rawKey: `"\""`, value: `{}`}, {keep: true, rawKey: `"é"`, value: `1e3`}}},
+		{name: "kept member spaced", members: []bmember{{keep: true, rawKey: "\"a\" \n", value: `[1]`}, {keep: true, rawKey: `"b"`, value: `2`}}},
 		{name: "kept member too long", members: []bmember{{keep: true, rawKey: `"123456789"`, value: `1`}}, lim: small, wantErr: "MaxStringBytes"},
 		{name: "kept duplicate", members: []bmember{{keep: true, rawKey: `"a"`, value: `1`}, {keep: true, rawKey: `"\u0041"`, value: `2`}}, wantErr: "duplicate"},
 		{name: "kept too deep", members: []bmember{{keep: true, rawKey: `"a"`, value: `[[[1]]]`}}, lim: small, wantErr: "MaxDepth"},

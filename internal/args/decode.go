@@ -302,7 +302,7 @@ func (d *Doc) checkKeys(n *node) error {
 		for x := 2; x < len(kids); x += 2 {
 			kx := d.text(kids[x])
 			for y := 0; y < x; y += 2 {
-				if sameKey(d.text(kids[y]), kx) {
+				if ky := d.text(kids[y]); !differAtFirst(ky, kx) && sameKeyFolded(ky, kx) {
 					return d.duplicate(kids[y], kids[x])
 				}
 			}
@@ -331,15 +331,15 @@ func (d *Doc) checkKeys(n *node) error {
 // matches struct fields ("Path" and "path", and "ſ" and "s", fill the same
 // field, the last one winning). Such pairs are refused like duplicates.
 func sameKey(a, b string) bool {
-	// Two ASCII first characters fold together only if equal or a case pair, and then
-	// they agree but for bit 0x20: keys that differ at once are told apart without
-	// folding the rest.
-	if len(a) > 0 && len(b) > 0 {
-		if c := a[0] | b[0]; c < utf8.RuneSelf && (a[0]^b[0])&^0x20 != 0 {
-			return false
-		}
-	}
-	return sameKeyFolded(a, b)
+	return !differAtFirst(a, b) && sameKeyFolded(a, b)
+}
+
+// differAtFirst reports whether two keys differ in their first characters so that
+// sameKey is false: two ASCII first characters fold together only if equal or a case
+// pair, and then they agree but for bit 0x20. Most pairs of keys differ there, and are
+// told apart without folding the rest.
+func differAtFirst(a, b string) bool {
+	return len(a) > 0 && len(b) > 0 && (a[0]|b[0]) < utf8.RuneSelf && (a[0]^b[0])&^0x20 != 0
 }
 
 // SameKey reports whether two object keys name the same member for some server: equal,
@@ -347,6 +347,8 @@ func sameKey(a, b string) bool {
 // two such keys.
 func SameKey(a, b string) bool { return sameKey(a, b) }
 
+// sameKeyFolded is sameKey without its first test, which the loops that compare many
+// keys make inline before calling it.
 func sameKeyFolded(a, b string) bool { return a == b || strings.EqualFold(a, b) }
 
 // foldKey maps a key to a form in which sameKey keys are equal: every rune

@@ -162,23 +162,21 @@ func (p Pointer) variant(v Value, k int, key *string, found *bool) {
 		// One pass finds both the member named exactly and the first named so but
 		// for case. (Decode refuses an object holding two keys that sameKey calls
 		// the same, so there is at most one of either.)
-		variant := -1
-		for m := range v.Len() {
-			name, e := v.Member(m)
-			if !sameKey(name, t.name) {
+		variant, folded := "", false
+		for name, e := range v.Members() {
+			if differAtFirst(name, t.name) || !sameKeyFolded(name, t.name) {
 				continue
 			}
 			if name == t.name {
 				p.variant(e, k+1, key, found)
 				return
 			}
-			if variant < 0 {
-				variant = m
+			if !folded {
+				variant, folded = name, true
 			}
 		}
-		if variant >= 0 {
-			*key, _ = v.Member(variant)
-			*found = true
+		if folded {
+			*key, *found = variant, true
 		}
 	case Array:
 		if t.wild {

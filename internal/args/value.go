@@ -1,6 +1,9 @@
 package args
 
-import "strconv"
+import (
+	"iter"
+	"strconv"
+)
 
 // Kind is the JSON type of a [Value].
 type Kind uint8
@@ -94,6 +97,26 @@ func (v Value) Member(i int) (key string, val Value) {
 	}
 	k := int(n.a) + 2*i
 	return v.d.text(v.d.kids[k]), v.at(v.d.kids[k+1])
+}
+
+// Members iterates over the members of an object, in document order: the key and the
+// value of each, as [Value.Member] returns them. It yields nothing for any other kind.
+// The object is checked once, where a loop of Member calls checks it for each member;
+// the iteration stops if the Doc is decoded again meanwhile.
+func (v Value) Members() iter.Seq2[string, Value] {
+	return func(yield func(string, Value) bool) {
+		n := v.node()
+		if n == nil || n.kind != Object {
+			return
+		}
+		d, gen := v.d, v.gen
+		kids := d.kids[n.a : n.a+2*n.b]
+		for k := 0; k+1 < len(kids) && d.gen == gen; k += 2 {
+			if !yield(d.text(kids[k]), v.at(kids[k+1])) {
+				return
+			}
+		}
+	}
 }
 
 // Lookup returns the member of an object with the given (unescaped) key. Keys are unique,

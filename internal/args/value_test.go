@@ -128,3 +128,40 @@ func TestKindString(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestMembers(t *testing.T) {
+	d := mustDecode(t, `{"a":1,"b\u0041":[2],"c":{"d":null}}`)
+	var got []string
+	for k, v := range d.Root().Members() {
+		got = append(got, k+"="+v.Raw())
+	}
+	if diff := cmp.Diff([]string{"a=1", "bA=[2]", `c={"d":null}`}, got); diff != "" {
+		t.Errorf("Members (-want +got):\n%s", diff)
+	}
+	// The same as Member, for every object of a document.
+	n := 0
+	for _, v := range d.Root().Members() {
+		if n++; n == 2 {
+			break // stopping early is fine
+		}
+		_ = v
+	}
+	if n != 2 {
+		t.Errorf("stopped after %d members, want 2", n)
+	}
+	arr, _ := d.Root().Lookup("b\u0041")
+	for range arr.Members() {
+		t.Error("an array has members")
+	}
+	// A Doc decoded again ends the iteration.
+	n = 0
+	for range d.Root().Members() {
+		n++
+		if err := d.Decode([]byte(`{"x":1,"y":2,"z":3}`), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("a stale iteration went on for %d members", n)
+	}
+}

@@ -76,8 +76,7 @@ func (w *walker) value(v args.Value) {
 			w.depth--
 		}
 	case args.Object:
-		for i := range v.Len() {
-			key, val := v.Member(i)
+		for key, val := range v.Members() {
 			w.push(step{key: key, index: -1})
 			w.locate(key, true)
 			w.value(val)

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -166,35 +165,38 @@ func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
 	if t == nil || !t.flat || len(t.touched) > 8 || root.Kind() != args.Object {
 		return false, nil
 	}
-	var exact, folded uint8 // by index in t.touched
-	var variant [8]string   // the first key naming touched[j] but for case
-	for i := range root.Len() {
-		k, _ := root.Member(i)
+	// By index in t.touched, which for a flat tool lists the cleared, the
+	// pinned and the identity fields, in that order, each once.
+	var exact, folded uint8
+	var variant [8]int32 // the index of the first member naming touched[j] but for case
+	i := -1
+	for k := range root.Members() {
+		i++
 		for j, name := range t.touched {
 			switch {
 			case !args.SameKey(k, name):
 			case k == name:
 				exact |= 1 << j
 			case folded&(1<<j) == 0:
-				variant[j], folded = k, folded|1<<j
+				variant[j], folded = int32(i), folded|1<<j
 			}
 		}
 	}
-	bit := func(name string) uint8 { return 1 << slices.Index(t.touched, name) }
-	for _, f := range t.Identity {
-		if b := bit(f.toks[0]); (exact|folded)&b != 0 {
+	nc, ns := len(t.clear), len(t.Set)
+	for i, f := range t.Identity {
+		if (exact|folded)&(1<<(nc+ns+i)) != 0 {
 			return true, refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
 		}
 	}
+	key := func(j int) string { k, _ := root.Member(int(variant[j])); return k }
 	for i := range t.Set {
-		a := &t.Set[i]
-		if b := bit(a.toks[0]); folded&^exact&b != 0 {
-			return true, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", variant[slices.Index(t.touched, a.toks[0])], a.Pointer)
+		if folded&^exact&(1<<(nc+i)) != 0 {
+			return true, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key(nc+i), t.Set[i].Pointer)
 		}
 	}
-	for i, toks := range t.clear {
-		if b := bit(toks[0]); folded&^exact&b != 0 {
-			return true, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", variant[slices.Index(t.touched, toks[0])], t.Clear[i])
+	for i := range t.clear {
+		if folded&^exact&(1<<i) != 0 {
+			return true, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key(i), t.Clear[i])
 		}
 	}
 	return true, nil

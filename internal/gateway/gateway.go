@@ -401,7 +401,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 // calls.
 type requestCaps struct {
 	req  policy.Request
-	caps [2]capability.Capability
+	caps [1]capability.Capability
 }
 
 // decide asks the policy. In a shadow policy the call goes through whatever

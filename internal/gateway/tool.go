@@ -28,8 +28,9 @@ type Tool struct {
 	Clear []args.Pointer
 	clear [][]string // Clear's tokens
 	// flat says every set, clear and identity field is a member of the
-	// arguments object itself (one token, no *), and touched holds their
-	// names.
+	// arguments object itself (one token, no *), each named once, and
+	// touched holds their names: the cleared, then the pinned, then the
+	// identity fields, in their order.
 	flat    bool
 	touched []string
 	// schemaOpts are the options the tool's pinned schema compiles with.

@@ -620,8 +620,7 @@ func (w *walker) validObject(n *fnode, v args.Value) bool {
 		return false
 	}
 	var seen uint64
-	for i := range l {
-		key, e := v.Member(i)
+	for key, e := range v.Members() {
 		if p := n.propIndex(key); p >= 0 {
 			if p < 64 {
 				seen |= 1 << p

@@ -52,8 +52,7 @@ func (x Syntax) anyNeeds(v args.Value) bool {
 			}
 		}
 	case args.Object:
-		for i := range v.Len() {
-			k, m := v.Member(i)
+		for k, m := range v.Members() {
 			if x.needs(k) || x.anyNeeds(m) {
 				return true
 			}
