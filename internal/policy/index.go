@@ -404,9 +404,22 @@ func (e *evaluator) considerFull(cs []cand) {
 // candidates have capability signatures.
 func (e *evaluator) considerNet(cs []cand, d done) {
 	for i := range cs {
-		if c := &cs[i]; c.pass(e) && c.passCap(e) && (c.need == 0 || e.matchRest(c, d)) {
-			e.t.add(c.r)
+		c := &cs[i]
+		if !c.pass(e) || !c.passCap(e) {
+			continue
 		}
+		switch c.need {
+		case 0:
+		case needPort, needScheme, needPort | needScheme:
+			if c.need&needPort != 0 && !c.r.portOK(e.cap) || c.need&needScheme != 0 && !c.r.schemeOK(e.cap) {
+				continue
+			}
+		default:
+			if !e.matchRest(c, d) {
+				continue
+			}
+		}
+		e.t.add(c.r)
 	}
 }
 

@@ -257,23 +257,8 @@ func (r *rule) matchCap(c *capability.Capability, d done) bool {
 		if r.hasHosts && d&doneHost == 0 && !r.hosts.match(c, !r.grants()) {
 			return false
 		}
-		if r.ports != nil {
-			if c.Port == 0 {
-				if r.grants() {
-					return false
-				}
-			} else if !inPorts(c.Port, r.ports) {
-				return false
-			}
-		}
-		if r.schemes != nil {
-			if c.Scheme == "" {
-				if r.grants() {
-					return false
-				}
-			} else if !slices.Contains(r.schemes, c.Scheme) {
-				return false
-			}
+		if r.ports != nil && !r.portOK(c) || r.schemes != nil && !r.schemeOK(c) {
+			return false
 		}
 	case capability.Exec:
 		if c.Shell {
@@ -290,6 +275,23 @@ func (r *rule) matchCap(c *capability.Capability, d done) bool {
 		}
 	}
 	return true
+}
+
+// portOK checks the port matcher, which the rule MUST have: a capability
+// without a port meets it only in a rule that cannot grant.
+func (r *rule) portOK(c *capability.Capability) bool {
+	if c.Port == 0 {
+		return !r.grants()
+	}
+	return inPorts(c.Port, r.ports)
+}
+
+// schemeOK is portOK for the scheme matcher.
+func (r *rule) schemeOK(c *capability.Capability) bool {
+	if c.Scheme == "" {
+		return !r.grants()
+	}
+	return slices.Contains(r.schemes, c.Scheme)
 }
 
 func anyPathUnder(p string, dirs []string) bool {
@@ -430,8 +432,16 @@ func (r *rule) residue(k capability.Kind, d done) need {
 			n |= needCap
 		}
 	case capability.NetConnect:
-		if r.hasHosts && d&doneHost == 0 || r.ports != nil || r.schemes != nil {
+		switch {
+		case r.hasHosts && d&doneHost == 0:
 			n |= needCap
+		default:
+			if r.ports != nil {
+				n |= needPort
+			}
+			if r.schemes != nil {
+				n |= needScheme
+			}
 		}
 	case capability.ID:
 		if r.idKinds != nil {
@@ -460,6 +470,8 @@ const (
 	needLists                  // the server, tool and principal lists: callListsExcept
 	needRole                   // the one role, by its words: evaluator.hasRole
 	needRoles                  // the roles
+	needPort                   // the port matcher of a net.connect rule whose hosts are checked: portOK
+	needScheme                 // likewise the scheme matcher: schemeOK
 	needCond                   // the condition
 )
 
@@ -474,6 +486,8 @@ func (e *evaluator) matchNeeded(c *cand, d done, n need) bool {
 	if n&needRole != 0 && !e.hasRole(r) ||
 		n&needRoles != 0 && !anyRole(r.roles, e.req.Roles) ||
 		n&needCap != 0 && !r.matchCap(e.cap, d) ||
+		n&needPort != 0 && !r.portOK(e.cap) ||
+		n&needScheme != 0 && !r.schemeOK(e.cap) ||
 		n&needLists != 0 && !r.callListsExcept(e.req, d) {
 		return false
 	}
