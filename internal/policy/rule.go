@@ -466,13 +466,13 @@ func (r *rule) residue(k capability.Kind, d done) need {
 type need uint8
 
 const (
-	needCap   need = 1 << iota // the capability matchers: matchCap
-	needLists                  // the server, tool and principal lists: callListsExcept
-	needRole                   // the one role, by its words: evaluator.hasRole
-	needRoles                  // the roles
-	needPort                   // the port matcher of a net.connect rule whose hosts are checked: portOK
-	needScheme                 // likewise the scheme matcher: schemeOK
-	needCond                   // the condition
+	needCap    need = 1 << iota // the capability matchers: matchCap
+	needLists                   // the server, tool and principal lists: callListsExcept
+	needRole                    // the one role, by its words: evaluator.hasRole
+	needRoles                   // the roles
+	needPort                    // the port matcher of a net.connect rule whose hosts are checked: portOK
+	needScheme                  // likewise the scheme matcher: schemeOK
+	needCond                    // the condition
 )
 
 // matchRest is matches for a candidate of the index that passed its
