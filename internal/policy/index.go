@@ -232,20 +232,31 @@ func (k *keyMap) add(key string, r *rule, kind capability.Kind, d done) {
 	k.vals[i] = appendOnce(k.vals[i], r, kind, d)
 }
 
-// get returns the candidates listed under key. The filter is inlined
-// into the caller: most keys looked up are in no keyMap.
+// get returns the candidates listed under key: strTable.get, written out
+// after the filter, so that a lookup is one call.
 func (k *keyMap) get(key string) []cand {
 	if b := keyBit(key); k.filter[b/64]&(1<<(b%64)) == 0 {
 		return nil
 	}
-	return k.lookup(key)
-}
-
-func (k *keyMap) lookup(key string) []cand {
-	if i := k.keys.get(key); i >= 0 {
-		return k.vals[i]
+	t := &k.keys
+	var a, b uint64
+	switch n := len(key); {
+	case n >= 8:
+		a, b = load64(key), load64(key[n-8:])
+	case n >= 4:
+		a, b = uint64(load32(key)), uint64(load32(key[n-4:]))
+	case n > 0:
+		a = uint64(key[0])<<16 | uint64(key[n>>1])<<8 | uint64(key[n-1])
 	}
-	return nil
+	for j := strHash(a, b, len(key)) & t.mask; ; j = (j + 1) & t.mask {
+		s := &t.slots[j]
+		if s.val == 0 {
+			return nil
+		}
+		if s.a == a && s.b == b && len(s.key) == len(key) && (len(key) <= 16 || sameLong(s.key, key)) {
+			return k.vals[s.val-1]
+		}
+	}
 }
 
 func (k *keyMap) empty() bool { return k.keys.n == 0 }

@@ -101,6 +101,15 @@ func (t *strTable) find(key string, a, b, h uint64) int {
 	}
 }
 
+// sameLong reports whether two keys of more than 16 bytes, of the same
+// length and words, are the same: find's test for them, by a call.
+func sameLong(a, b string) bool {
+	if len(a) <= 24 {
+		return load64(a[8:]) == load64(b[8:])
+	}
+	return a == b
+}
+
 // nameKey is a name of up to 16 bytes as its length and words (strWords),
 // which decide its equality.
 type nameKey struct {
