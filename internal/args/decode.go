@@ -1,6 +1,7 @@
 package args
 
 import (
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -470,12 +471,31 @@ func load64(s string, i int) uint64 {
 }
 
 // special reports whether some byte of x is not [plain]: a control character, '"',
-// '\\' or a non-ASCII byte. No subtraction borrows below the lowest such byte, so its
-// high bit is set exactly; bytes above it may be flagged falsely, which cannot matter
-// since the result is only whether any byte is special.
-func special(x uint64) bool {
+// '\\' or a non-ASCII byte.
+func special(x uint64) bool { return specialBytes(x) != 0 }
+
+// specialBytes flags the bytes of x that are not [plain] by their high bits. No
+// subtraction borrows below the lowest such byte, and a plain byte gets no high bit from
+// any term, so the lowest flag is exact: it marks the first special byte. Bytes above it
+// may be flagged falsely.
+func specialBytes(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
-	return (x|(x-lo*0x20)|((x^(lo*'"'))-lo)|((x^(lo*'\\'))-lo))&hi != 0
+	return (x | (x - lo*0x20) | ((x ^ (lo * '"')) - lo) | ((x ^ (lo * '\\')) - lo)) & hi
+}
+
+// plainRun returns the end of the run of plain bytes of s starting at j: eight bytes at
+// a time, and the first special byte of a word found from its flag.
+func plainRun(s string, j int) int {
+	for j+8 <= len(s) {
+		if m := specialBytes(load64(s, j)); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	for j < len(s) && s[j] < utf8.RuneSelf && plain[s[j]] {
+		j++
+	}
+	return j
 }
 
 // scanString reads the string whose opening quote is s[i]. Its text is s[a:b] or, when
@@ -483,12 +503,7 @@ func special(x uint64) bool {
 func (d *Doc) scanString(s string, i, max int) (a, b int, esc bool, end int, err error) {
 	j := i + 1
 	for j < len(s) {
-		for j+8 <= len(s) && !special(load64(s, j)) {
-			j += 8
-		}
-		for j < len(s) && s[j] < utf8.RuneSelf && plain[s[j]] {
-			j++
-		}
+		j = plainRun(s, j)
 		if j >= len(s) {
 			break
 		}
@@ -539,13 +554,7 @@ func (d *Doc) unescape(s string, i, j, max int) (a, b int, esc bool, end int, er
 		case c < 0x20:
 			return 0, 0, false, 0, syntaxError(j, "control character "+describe(c)+" in string; want it escaped")
 		case c < utf8.RuneSelf:
-			k := j + 1
-			for k+8 <= len(s) && !special(load64(s, k)) {
-				k += 8
-			}
-			for k < len(s) && s[k] < utf8.RuneSelf && plain[s[k]] {
-				k++
-			}
+			k := plainRun(s, j+1)
 			d.buf = append(d.buf, s[j:k]...)
 			j = k
 		default:

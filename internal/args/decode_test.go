@@ -3,6 +3,7 @@ package args
 import (
 	"encoding/json"
 	"errors"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -401,14 +402,22 @@ func TestZeroDoc(t *testing.T) {
 // TestSpecial checks the word-at-a-time test against the byte table: exhaustively for
 // one odd byte in each position, and on random words.
 func TestSpecial(t *testing.T) {
-	naive := func(x uint64) bool {
+	first := func(x uint64) int { // the first special byte, or 8
 		for k := 0; k < 8; k++ {
 			c := byte(x >> (8 * k))
 			if c >= utf8.RuneSelf || !plain[c] {
-				return true
+				return k
 			}
 		}
-		return false
+		return 8
+	}
+	naive := func(x uint64) bool {
+		// The lowest flag of specialBytes marks the first special byte: plainRun
+		// relies on it.
+		if got, want := bits.TrailingZeros64(specialBytes(x))>>3, first(x); got != want {
+			t.Fatalf("specialBytes(%#016x) flags byte %d first, want %d", x, got, want)
+		}
+		return first(x) < 8
 	}
 	const filler = 0x6161616161616161 // "aaaaaaaa"
 	for pos := 0; pos < 8; pos++ {

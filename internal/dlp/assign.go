@@ -274,7 +274,7 @@ func (sc *scanner) value(e *entry, set int) bool {
 // walked once.
 func (sc *scanner) stringEnd(i, set int, c byte) int {
 	m := &sc.strMemo[set]
-	if m.at > 0 && m.from <= i && i <= m.at {
+	if sc.memos&(1<<(nSets+set)) != 0 && m.at > 0 && m.from <= i && i <= m.at {
 		return m.at
 	}
 	s := sc.s
@@ -283,5 +283,6 @@ func (sc *scanner) stringEnd(i, set int, c byte) int {
 		j = sc.next(j+1, set)
 	}
 	*m = delimMemo{from: i, at: j}
+	sc.memos |= 1 << (nSets + set)
 	return j
 }

@@ -168,7 +168,7 @@ type delimMemo struct{ from, at int }
 // len(s). Anchors come in increasing order, so each set is searched once overall.
 func (sc *scanner) next(i, set int) int {
 	m := &sc.memo[set]
-	if m.at > 0 && m.from <= i && i <= m.at {
+	if sc.memos&(1<<set) != 0 && m.at > 0 && m.from <= i && i <= m.at {
 		return m.at
 	}
 	t := &delims[set]
@@ -178,6 +178,7 @@ func (sc *scanner) next(i, set int) int {
 		j++
 	}
 	*m = delimMemo{from: i, at: j}
+	sc.memos |= 1 << set
 	return j
 }
 

@@ -35,6 +35,7 @@ func ScanValue(v args.Value, dst []Located) []Located {
 type walker struct {
 	dst     []Located
 	scratch []Finding
+	sc      scanner // reused for every string
 	path    [8]step // arguments are shallow: a deeper path costs an allocation
 	deeper  []step  // the steps past len(path), in a deeper document
 	depth   int
@@ -86,7 +87,11 @@ func (w *walker) value(v args.Value) {
 }
 
 func (w *walker) locate(s string, inKey bool) {
-	w.scratch = Scan(s, w.scratch[:0])
+	first := anchorFrom(s, 0)
+	if first == len(s) {
+		return // as Scan finds nothing there
+	}
+	w.scratch = w.sc.scan(s, first, w.scratch[:0])
 	if len(w.scratch) == 0 {
 		return
 	}

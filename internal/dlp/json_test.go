@@ -3,11 +3,13 @@ package dlp
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestScanJSON(t *testing.T) {
@@ -147,4 +149,74 @@ func TestScanValueNoAllocation(t *testing.T) {
 	if n := testing.AllocsPerRun(20, func() { dst = ScanValue(d.Root(), dst[:0]) }); n != 0 {
 		t.Errorf("ScanValue of clean arguments allocates %v times", n)
 	}
+}
+
+// scanValueRef is ScanValue written plainly: every string, number and member name
+// scanned on its own with Scan (a fresh scanner each), one entry per kind and place.
+func scanValueRef(v args.Value) []Located {
+	var out []Located
+	add := func(fs []Finding, ptr string, inKey bool) {
+		n0 := len(out)
+	next:
+		for _, f := range fs {
+			for _, l := range out[n0:] {
+				if l.Kind == f.Kind {
+					continue next
+				}
+			}
+			out = append(out, Located{Kind: f.Kind, Pointer: ptr, InKey: inKey})
+		}
+	}
+	var walk func(v args.Value, ptr string)
+	walk = func(v args.Value, ptr string) {
+		switch v.Kind() {
+		case args.String:
+			add(Scan(v.Str(), nil), ptr, false)
+		case args.Number:
+			add(Scan(v.Raw(), nil), ptr, false)
+		case args.Array:
+			for i := range v.Len() {
+				walk(v.Index(i), ptr+"/"+strconv.Itoa(i))
+			}
+		case args.Object:
+			for i := range v.Len() {
+				k, e := v.Member(i)
+				p := ptr + "/" + string(args.AppendToken(nil, k))
+				add(Scan(k, nil), p, true)
+				walk(e, p)
+			}
+		}
+	}
+	walk(v, "")
+	return out
+}
+
+// FuzzScanValue holds ScanValue, which reuses one scanner for every string of a
+// document, to scanValueRef.
+func FuzzScanValue(f *testing.F) {
+	gh := withChecksum("ghp_", strings.Repeat("a1B2", 7)+"xy")
+	for _, s := range []string{
+		`{"path":"/home/a/x.go","n":[1,2.5,true,null]}`,
+		`{"a":"password=\"x y\" and more","b":"Password=hunter2;Server=x","c":"pwd='q'"}`,
+		`{"u":"postgres://u:p@h/db","v":"https://a:b@c.example/","w":"4111 1111 1111 1111"}`,
+		`{"k":"` + gh + `","AKIAIOSFODNN7EXAMPLE":"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}`,
+		`{"e":"export API_TOKEN=\"abc\" SECRET_KEY='def'","f":"{Pwd=x}"}`,
+		// The scanner is reused: what it remembered of one string must not
+		// answer for the next, whose value starts at the same offset.
+		`{"a":"password=hunter2hunter2 tail","b":"password=x"}`,
+		`{"a":"Pwd=hunter2hunter2;x","b":"Pwd=abc"}`,
+		`{"a":"token=\"aaaaaaaaaaaaaaaaaa\" z","b":"token=\"b"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d args.Doc
+		if d.Decode(data, nil) != nil {
+			return
+		}
+		got, want := ScanValue(d.Root(), nil), scanValueRef(d.Root())
+		if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("ScanValue(%s) differs from scanning each string alone (-want +got):\n%s", data, diff)
+		}
+	})
 }

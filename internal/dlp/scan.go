@@ -35,8 +35,14 @@ func Scan(s string, dst []Finding) []Finding {
 		// and short values of arguments are done here, without the scanner.
 		return dst
 	}
+	var sc scanner
+	return sc.scan(s, first, dst)
+}
+
+// scan is Scan with sc, whatever it held, for s whose first anchor is at first.
+func (sc *scanner) scan(s string, first int, dst []Finding) []Finding {
 	base := len(dst)
-	sc := scanner{s: s, dst: dst}
+	sc.s, sc.dst, sc.invisible, sc.memos = s, dst, false, 0
 	sc.runFrom(first)
 	dst = sc.dst
 	if sc.invisible {
@@ -53,7 +59,13 @@ type scanner struct {
 	invisible bool             // s holds an invisible formatting character
 	memo      [nSets]delimMemo // next delimiter of each set
 	strMemo   [nSets]delimMemo // end of a quoted string, by its set
+	// memos has bit k set when memo[k] holds an answer for s, and bit nSets+k
+	// when strMemo[k] does: a scanner is reused without clearing the arrays.
+	memos uint16
 }
+
+// Both memos' bits fit in scanner.memos (the constant overflows otherwise).
+const _ = uint16(1<<(2*nSets) - 1)
 
 func (sc *scanner) add(k Kind, start, end int) {
 	sc.dst = append(sc.dst, Finding{Kind: k, Start: start, End: end})
