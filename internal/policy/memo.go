@@ -35,16 +35,22 @@ type actionEntry struct {
 // candidates returns the action candidates for the pair (server, tool),
 // building and remembering them on a miss.
 func (m *actionMemo) candidates(idx *index, server, tool string) []cand {
-	var sa, sb, ta, tb uint64
-	if n := len(server); n >= 8 {
+	var sa, sb, ta, tb uint64 // strWords, written out
+	switch n := len(server); {
+	case n >= 8:
 		sa, sb = load64(server), load64(server[n-8:])
-	} else {
-		sa, sb = strWords(server)
+	case n >= 4:
+		sa, sb = uint64(load32(server)), uint64(load32(server[n-4:]))
+	case n > 0:
+		sa = uint64(server[0])<<16 | uint64(server[n>>1])<<8 | uint64(server[n-1])
 	}
-	if n := len(tool); n >= 8 {
+	switch n := len(tool); {
+	case n >= 8:
 		ta, tb = load64(tool), load64(tool[n-8:])
-	} else {
-		ta, tb = strWords(tool)
+	case n >= 4:
+		ta, tb = uint64(load32(tool)), uint64(load32(tool[n-4:]))
+	case n > 0:
+		ta = uint64(tool[0])<<16 | uint64(tool[n>>1])<<8 | uint64(tool[n-1])
 	}
 	h := mix(sa^ta*0x9e3779b97f4a7c15^uint64(len(server))<<56, sb^tb^uint64(len(tool))<<48^0xe7037ed1a0b428db)
 	slot := &m.slots[h&(memoSlots-1)]
