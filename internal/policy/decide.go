@@ -46,16 +46,14 @@ type Verdict struct {
 	Invalid bool
 }
 
-// verdict fills v, a zero Verdict, from the tally, and returns its
-// effects as seen: no rule is a Deny.
-func (t *tally) verdict(v *Verdict) seen {
+// verdict fills v, a zero Verdict, from the tally.
+func (t *tally) verdict(v *Verdict) {
 	if r := t.rule; r != nil {
 		v.Effect, v.Rule = r.effect, r.info
 	}
 	if r := t.would; r != nil {
 		v.Would, v.WouldRule = r.effect, r.info
 	}
-	return seenOfPrec(t.prec) | seenOfPrec(t.wouldPrec)<<wouldShift
 }
 
 // Decision is the outcome of [Set.Decide]: a value, deny unless filled in.
@@ -281,7 +279,8 @@ func (s *Set) Decide(req *Request) (d Decision) {
 	d.req, d.n = req, len(req.Caps)
 	e := evaluator{req: req, bits: callBits(req), sig: requestSig(req)}
 	s.idx.action(&e)
-	seen := e.t.verdict(&d.action)
+	e.t.verdict(&d.action)
+	effect, would := strictness(e.t.prec), strictness(e.t.wouldPrec)
 	if len(req.Caps) > inlineCaps {
 		d.more = make([]Verdict, len(req.Caps)-inlineCaps)
 	}
@@ -289,13 +288,14 @@ func (s *Set) Decide(req *Request) (d Decision) {
 		v := d.capAt(i)
 		e.cap, e.t = &req.Caps[i], tally{}
 		if s.idx.capability(&e) {
-			seen |= e.t.verdict(v)
+			e.t.verdict(v)
+			effect, would = max(effect, strictness(e.t.prec)), max(would, strictness(e.t.wouldPrec))
 		} else {
 			v.Invalid = true // and Deny, the zero Effect
-			seen |= seenDeny | seenDeny<<wouldShift
+			effect, would = 3, 3
 		}
 	}
-	d.effect, d.would = seen.effect(), (seen >> wouldShift).effect()
+	d.effect, d.would = effectOf(effect), effectOf(would)
 	return d
 }
 
@@ -307,37 +307,16 @@ func (d *Decision) capAt(i int) *Verdict {
 	return &d.more[i-inlineCaps]
 }
 
-// seen records the effects of the targets of a call, enforced in the low
-// bits and with shadow rules counted from wouldShift, so that combining
-// them is an OR: deny beats ask beats allow.
-type seen uint8
-
-// The bit of each effect is its rank (Effect.rank).
-const (
-	seenAllow seen = 1 << iota
-	seenAsk
-	seenDeny
-	wouldShift = iota
-)
-
-// seenOfPrec records the effect of a tally's precedence (precedence): the
-// rank plus one in its high half, or zero for no rule, a Deny. In nibble
-// k of seenByRank is what high half k records.
-func seenOfPrec(prec uint64) seen {
-	const seenByRank = uint64(seenDeny)<<12 | uint64(seenAsk)<<8 | uint64(seenAllow)<<4 | uint64(seenDeny)
-	return seen(seenByRank >> (4 * (prec >> 32 & 3)) & 7)
-}
-
-// effect returns the strictest effect recorded in the low bits: Deny if
-// none.
-func (s seen) effect() Effect {
-	switch {
-	case s&seenDeny != 0:
-		return Deny
-	case s&seenAsk != 0:
-		return Ask
-	case s&seenAllow != 0:
-		return Allow
+// strictness ranks the effect of a tally's precedence (precedence, whose
+// high half is the effect's rank plus one, or zero for no rule): 1 for
+// Allow, 2 for Ask, 3 for Deny, no rule being a Deny. The strictest
+// target decides a call.
+func strictness(prec uint64) uint64 {
+	if k := prec >> 32 & 3; k != 0 {
+		return k
 	}
-	return Deny
+	return 3
 }
+
+// effectOf is the effect of a strictness.
+func effectOf(k uint64) Effect { return [4]Effect{Deny, Allow, Ask, Deny}[k&3] }

@@ -87,7 +87,7 @@ type kindIndex struct {
 
 	hostExact  keyMap // net: rules by exact host
 	hostSuffix keyMap // net: rules by *.suffix, keyed by suffix
-	suffixLens []int  // net: the lengths of hostSuffix's keys, without repeats
+	suffixLens []int  // net: the lengths of hostSuffix's keys, in order, without repeats
 	hostOther  []cand // net: rules with a CIDR or class pattern
 	// otherClasses are the classes of the rules of hostOther, and
 	// otherPrefixes is set if one has a network: a host of none of those
@@ -162,8 +162,8 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 		}
 		for _, s := range r.hosts.suffixes {
 			ki.hostSuffix.add(s, r, k, 0)
-			if !slices.Contains(ki.suffixLens, len(s)) {
-				ki.suffixLens = append(ki.suffixLens, len(s))
+			if i, found := slices.BinarySearch(ki.suffixLens, len(s)); !found {
+				ki.suffixLens = slices.Insert(ki.suffixLens, i, len(s))
 			}
 		}
 		if len(r.hosts.prefixes) > 0 || r.hosts.classes != 0 {
@@ -495,8 +495,12 @@ func (idx *index) capability(e *evaluator) bool {
 		}
 		// The suffixes to look up follow a dot of the host; only those
 		// of a key's length can be keys.
+		h := c.Host
 		for _, n := range ki.suffixLens {
-			if h := c.Host; n < len(h) && h[len(h)-n-1] == '.' {
+			if n >= len(h) {
+				break
+			}
+			if h[len(h)-n-1] == '.' {
 				if cs := ki.hostSuffix.get(h[len(h)-n:]); len(cs) > 0 {
 					e.considerNet(cs, 0)
 				}
