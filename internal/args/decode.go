@@ -352,18 +352,35 @@ func SameKey(a, b string) bool { return sameKey(a, b) }
 // keys make inline before calling it.
 func sameKeyFolded(a, b string) bool { return a == b || strings.EqualFold(a, b) }
 
+// FoldKey maps an object key to a form in which keys that [SameKey] calls the same
+// are equal: every rune replaced by the smallest rune of its case-folding orbit.
+func FoldKey(s string) string { return foldKey(s) }
+
 // foldKey maps a key to a form in which sameKey keys are equal: every rune
 // replaced by the smallest rune of its case-folding orbit.
 func foldKey(s string) string {
-	ascii := true
+	ascii, lower := true, false
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
+		c := s[i]
+		if c >= utf8.RuneSelf {
 			ascii = false
 			break
 		}
+		lower = lower || ('a' <= c && c <= 'z')
 	}
 	if ascii {
-		return s
+		// An ASCII letter's orbit is its two cases (and for k and s a non-ASCII
+		// rune, larger than both): its smallest rune is the upper case.
+		if !lower {
+			return s
+		}
+		b := []byte(s)
+		for i, c := range b {
+			if 'a' <= c && c <= 'z' {
+				b[i] = c - ('a' - 'A')
+			}
+		}
+		return string(b)
 	}
 	var b strings.Builder
 	for _, r := range s {

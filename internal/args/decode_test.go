@@ -461,6 +461,10 @@ func TestDecodeCaseFoldDuplicates(t *testing.T) {
 		{"kelvin", `{"k":1,"\u212a":2}`, false},
 		{"large object", many(`"Kaa":2`), false},
 		{"large object, distinct", many(`"zz":2`), true},
+		// Sorted by a fold that kept lower-case ASCII keys as they are, "A" and
+		// "a" were not neighbours here, and the pair got through.
+		{"large object, pair sorted apart", `{"A":0,"B":0,` + many(`"a":1`)[1:], false},
+		{"large object, pair sorted apart, upper last", `{"a":0,"B":0,` + many(`"A":1`)[1:], false},
 		{"distinct keys", `{"path":"/a","paths":["/b"]}`, true},
 		{"same key in different objects", `{"a":{"x":1},"A2":{"X":1}}`, true},
 	}
@@ -473,4 +477,20 @@ func TestDecodeCaseFoldDuplicates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzFoldKey holds foldKey, by which large objects are sorted for the duplicate check,
+// to sameKey: two keys fold alike exactly when they name the same member.
+func FuzzFoldKey(f *testing.F) {
+	for _, p := range [][2]string{{"a", "A"}, {"k", "\u212a"}, {"s", "\u017f"}, {"Path", "pATH"}, {"x", "y"}, {"", ""}, {"ß", "SS"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if !utf8.ValidString(a) || !utf8.ValidString(b) {
+			return // keys are valid UTF-8
+		}
+		if got, want := foldKey(a) == foldKey(b), sameKey(a, b); got != want {
+			t.Fatalf("foldKey(%q) = %q, foldKey(%q) = %q; sameKey says %v", a, foldKey(a), b, foldKey(b), want)
+		}
+	})
 }

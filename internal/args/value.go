@@ -3,6 +3,7 @@ package args
 import (
 	"iter"
 	"strconv"
+	"strings"
 )
 
 // Kind is the JSON type of a [Value].
@@ -97,6 +98,68 @@ func (v Value) Member(i int) (key string, val Value) {
 	}
 	k := int(n.a) + 2*i
 	return v.d.text(v.d.kids[k]), v.at(v.d.kids[k+1])
+}
+
+// StringsMayHold reports whether some string or object key under v may hold, once
+// unescaped, one of the bytes of set. False is certain: none does. It reads v's source
+// text once rather than each string: without a backslash in that text every string is
+// its source text, so a byte of set in some string stands in the text more often than
+// outside strings. Outside strings only '{' and '}' (one each per object), '[' and ']'
+// (per array) and ':' (per member) are counted; any other byte of set found anywhere
+// in the text, or any escape, gives true.
+func (v Value) StringsMayHold(set string) bool {
+	n := v.node()
+	if n == nil {
+		return false // an invalid value holds nothing
+	}
+	raw := v.d.src[n.start:n.end]
+	if strings.IndexByte(raw, '\\') >= 0 {
+		return true
+	}
+	var objects, arrays, members int
+	counted := false
+	for i := 0; i < len(set); i++ {
+		k := strings.Count(raw, set[i:i+1])
+		if k == 0 {
+			continue
+		}
+		c := set[i]
+		if c != '{' && c != '}' && c != '[' && c != ']' && c != ':' {
+			return true
+		}
+		if !counted {
+			objects, arrays, members = v.d.containers(v.i)
+			counted = true
+		}
+		switch c {
+		case '{', '}':
+			k -= objects
+		case '[', ']':
+			k -= arrays
+		default:
+			k -= members
+		}
+		if k > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// containers counts the objects, arrays and object members of the value at node i,
+// itself included: the nodes from i that start before it ends.
+func (d *Doc) containers(i int32) (objects, arrays, members int) {
+	end := d.nodes[i].end
+	for j := int(i); j < len(d.nodes) && d.nodes[j].start < end; j++ {
+		switch n := &d.nodes[j]; n.kind {
+		case Object:
+			objects++
+			members += int(n.b)
+		case Array:
+			arrays++
+		}
+	}
+	return objects, arrays, members
 }
 
 // Members iterates over the members of an object, in document order: the key and the

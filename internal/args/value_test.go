@@ -1,6 +1,7 @@
 package args
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -164,4 +165,92 @@ func TestMembers(t *testing.T) {
 	if n != 1 {
 		t.Errorf("a stale iteration went on for %d members", n)
 	}
+}
+
+// holds reports whether some string or key under v holds a byte of set: the
+// reference for StringsMayHold.
+func holds(v Value, set string) bool {
+	switch v.Kind() {
+	case String:
+		return strings.ContainsAny(v.Str(), set) || containsByte(v.Str(), set)
+	case Array:
+		for i := range v.Len() {
+			if holds(v.Index(i), set) {
+				return true
+			}
+		}
+	case Object:
+		for k, e := range v.Members() {
+			if containsByte(k, set) || holds(e, set) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containsByte is strings.ContainsAny by bytes, for sets that are not UTF-8.
+func containsByte(s, set string) bool {
+	for i := 0; i < len(set); i++ {
+		if strings.IndexByte(s, set[i]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStringsMayHold(t *testing.T) {
+	tests := []struct {
+		name, doc, set string
+		want           bool
+	}{
+		{name: "braces only structural", doc: `{"a":{"b":[{}]},"c":"x"}`, set: "{}\xef", want: false},
+		{name: "brace in a value", doc: `{"a":"{{x}}"}`, set: "{}", want: true},
+		{name: "brace in a key", doc: `{"}":1}`, set: "{}", want: true},
+		{name: "escaped brace", doc: `{"a":"\u007b"}`, set: "{", want: true},
+		{name: "any escape", doc: `{"a":"\n"}`, set: "{", want: true},
+		{name: "non-ASCII byte", doc: `{"a":"\uff5b"}`, set: "\xef", want: true},
+		{name: "non-ASCII byte raw", doc: "{\"a\":\"\xef\xbd\x9b\"}", set: "\xef", want: true},
+		{name: "colons structural", doc: `{"a":{"b":1,"c":2}}`, set: ":", want: false},
+		{name: "colon in a string", doc: `{"a":"x:y"}`, set: ":", want: true},
+		{name: "brackets", doc: `{"a":[[1],[]]}`, set: "[]", want: false},
+		{name: "bracket in a string", doc: `{"a":[1],"b":"]"}`, set: "]", want: true},
+		{name: "other byte outside strings is a maybe", doc: `{"a":true}`, set: "e", want: true},
+		{name: "absent", doc: `{"path":"/home/u/x.go","head":40}`, set: "{}\xef%#", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := mustDecode(t, tt.doc)
+			if got := d.Root().StringsMayHold(tt.set); got != tt.want {
+				t.Errorf("StringsMayHold(%q) = %v, want %v", tt.set, got, tt.want)
+			}
+			if !tt.want && holds(d.Root(), tt.set) {
+				t.Error("the table says no string holds the set, but one does")
+			}
+		})
+	}
+}
+
+// FuzzStringsMayHold: a false answer is certain, for the document and for each of
+// its members' values.
+func FuzzStringsMayHold(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), "{}\xef")
+	}
+	f.Add([]byte(`{"a":{"b":[{}]},"c":"x:y"}`), ":[]")
+	f.Fuzz(func(t *testing.T, data []byte, set string) {
+		var d Doc
+		if d.Decode(data, nil) != nil {
+			return
+		}
+		check := func(v Value) {
+			if !v.StringsMayHold(set) && holds(v, set) {
+				t.Fatalf("StringsMayHold(%q) is false for %s, but a string holds one", set, v.Raw())
+			}
+		}
+		check(d.Root())
+		for _, e := range d.Root().Members() {
+			check(e)
+		}
+	})
 }

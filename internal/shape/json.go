@@ -28,7 +28,10 @@ func (x Syntax) NeutraliseJSON(v args.Value) (out []byte, changed []string, err 
 	if v.Kind() == args.Invalid {
 		return nil, nil, errInvalid
 	}
-	if !x.anyNeeds(v) {
+	// Every delimiter has a brace in it, and every brace is '{', '}' or a
+	// compatibility form whose first byte is 0xEF: arguments with none of them in
+	// any string need nothing, which one read of their text tells.
+	if !v.StringsMayHold("{}\xef") || !x.anyNeeds(v) {
 		return nil, nil, nil
 	}
 	w := rewriter{x: x, out: make([]byte, 0, len(v.Raw())+len(v.Raw())/8+8)}
@@ -134,11 +137,13 @@ func (w *rewriter) mark() {
 }
 
 // ErrKeyCollision is wrapped by the error NeutraliseJSON returns when rewriting makes
-// two keys of one object equal.
+// two keys of one object equal, or equal but for case, which strict decoding refuses
+// as duplicates ([args.SameKey]).
 var ErrKeyCollision = errors.New("neutralising templates makes two keys equal")
 
-// collision reports the first two members i < j of object v whose keys are equal
-// once rewritten. It allocates only for an object one of whose keys changes.
+// collision reports the first two members i < j of object v whose keys are the same
+// key ([args.SameKey]) once rewritten. It allocates only for an object one of whose
+// keys changes.
 func (x Syntax) collision(v args.Value) (i, j int, dup bool) {
 	var seen map[string]int
 	for j := range v.Len() {
@@ -152,10 +157,10 @@ func (x Syntax) collision(v args.Value) (i, j int, dup bool) {
 			seen = make(map[string]int, v.Len())
 			for i := range j {
 				ki, _ := v.Member(i)
-				seen[ki] = i
+				seen[args.FoldKey(ki)] = i
 			}
 		}
-		n := x.Neutralise(k)
+		n := args.FoldKey(x.Neutralise(k))
 		if i, dup := seen[n]; dup {
 			return i, j, true
 		}

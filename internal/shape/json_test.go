@@ -126,6 +126,7 @@ func TestNeutraliseJSONRefuses(t *testing.T) {
 		{"rewritten key equals a later key", `{"{{a":1,"{ {a":2}`, ErrKeyCollision},
 		{"rewritten key equals an earlier key", `{"{ {a":1,"{{a":2}`, ErrKeyCollision},
 		{"two keys become one", `{"x":{"b":0,"{{a}}":1,"{ {a}}":2}}`, ErrKeyCollision},
+		{"two keys become one but for case", `{"{{A":0,"{ {a":0}`, ErrKeyCollision},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
