@@ -273,7 +273,20 @@ func (x *pathIndex) visit(e *evaluator, p string, j int) {
 	} else {
 		a, b = shortDirWords(p, j)
 	}
-	if k := x.dirs.find(p[:j], a, b, dirHash(a, j)); k >= 0 {
-		e.considerAll(x.rules[k], donePath)
+	// x.dirs.find, written out.
+	t := &x.dirs
+	if t.slots == nil {
+		return
+	}
+	for k := dirHash(a, j) & t.mask; ; k = (k + 1) & t.mask {
+		s := &t.slots[k]
+		if s.val == 0 {
+			return
+		}
+		if s.a == a && s.b == b && len(s.key) == j &&
+			(j <= 16 || j <= 24 && load64(s.key[8:]) == load64(p[8:]) || j > 24 && s.key == p[:j]) {
+			e.considerAll(x.rules[s.val-1], donePath)
+			return
+		}
 	}
 }
