@@ -189,6 +189,57 @@ func (p Pointer) variant(v Value, k int, key *string, found *bool) {
 	}
 }
 
+// SelectExact is [Pointer.Select] for a caller that must refuse a case variant: when
+// p.CaseVariant(root) finds a key, it calls fn for nothing and returns that key;
+// otherwise it selects as Select does. A pointer without a wildcard is walked once,
+// each object's members read once for both questions.
+func (p Pointer) SelectExact(root Value, fn func(v Value, at Loc)) (key string, found bool) {
+	if p.wild || root.Kind() == Invalid {
+		if key, found = p.CaseVariant(root); found {
+			return key, true
+		}
+		p.Select(root, fn)
+		return "", false
+	}
+	v := root
+	for k := range p.toks {
+		t := &p.toks[k]
+		switch v.Kind() {
+		case Object:
+			next, exact, variant, folded := Value{}, false, "", false
+			for name, e := range v.Members() {
+				if differAtFirst(name, t.name) || !sameKeyFolded(name, t.name) {
+					continue
+				}
+				if name == t.name {
+					next, exact = e, true
+					break
+				}
+				if !folded {
+					variant, folded = name, true
+				}
+			}
+			switch {
+			case exact:
+				v = next
+			case folded:
+				return variant, true
+			default:
+				return "", false // absent: nothing selected
+			}
+		case Array:
+			if t.index < 0 || t.index >= v.Len() {
+				return "", false
+			}
+			v = v.Index(t.index)
+		default:
+			return "", false // a scalar has nothing below it
+		}
+	}
+	fn(v, Loc{p: p, root: root, v: v})
+	return "", false
+}
+
 // Loc is the concrete location of a value that [Pointer.Select] selected: the pointer with
 // each "*" replaced by the index or (escaped) key it matched.
 type Loc struct {

@@ -1,6 +1,7 @@
 package args
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -252,6 +253,34 @@ func FuzzCaseVariant(f *testing.F) {
 		wantKey, wantFound := caseVariantRef(p, d.Root(), 0)
 		if key != wantKey || found != wantFound {
 			t.Fatalf("CaseVariant(%q) in %s = %q, %v; reference %q, %v", ptr, data, key, found, wantKey, wantFound)
+		}
+	})
+}
+
+// FuzzSelectExact holds SelectExact to its definition: CaseVariant, then Select.
+func FuzzSelectExact(f *testing.F) {
+	f.Add([]byte(`{"Path":1,"head":{"X":[{"k":1},{"K":2}]},"ſ":3,"path":{"a":[5,6]}}`), "/path/a/1")
+	f.Add([]byte(`{"a":{"B":1}}`), "/a/b")
+	f.Add([]byte(`{"a":{"b":1,"C":2}}`), "/a/c")
+	f.Add([]byte(`{"a":[{"B":1},{"b":2}]}`), "/a/*/b")
+	f.Add([]byte(`{"a":[0,{"b":2}]}`), "/a/1/b")
+	f.Fuzz(func(t *testing.T, data []byte, ptr string) {
+		var d Doc
+		if d.Decode(data, nil) != nil {
+			return
+		}
+		p, err := ParsePointer(ptr)
+		if err != nil {
+			return
+		}
+		var got, want []string
+		key, found := p.SelectExact(d.Root(), func(v Value, at Loc) { got = append(got, at.String()+"="+v.Raw()) })
+		wantKey, wantFound := p.CaseVariant(d.Root())
+		if !wantFound {
+			p.Select(d.Root(), func(v Value, at Loc) { want = append(want, at.String()+"="+v.Raw()) })
+		}
+		if key != wantKey || found != wantFound || !slices.Equal(got, want) {
+			t.Fatalf("SelectExact(%q) in %s = %q, %v, %q; want %q, %v, %q", ptr, data, key, found, got, wantKey, wantFound, want)
 		}
 	})
 }

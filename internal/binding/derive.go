@@ -57,13 +57,7 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 	var err error
 	for i := range b.Args {
 		a := &b.Args[i]
-		if key, found := a.Pointer.CaseVariant(root); found {
-			// A server that matches keys case-insensitively would read
-			// this member as the bound argument; aegis would not see it.
-			return dst, &ArgError{Pointer: a.Pointer.String(), Kind: a.Kind,
-				Err: fmt.Errorf("a member %q differs from the bound key only in case", key)}
-		}
-		a.Pointer.Select(root, func(v args.Value, at args.Loc) {
+		key, found := a.Pointer.SelectExact(root, func(v args.Value, at args.Loc) {
 			if err != nil {
 				return
 			}
@@ -74,6 +68,12 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 			}
 			dst = append(dst, c)
 		})
+		if found {
+			// A server that matches keys case-insensitively would read
+			// this member as the bound argument; aegis would not see it.
+			return dst, &ArgError{Pointer: a.Pointer.String(), Kind: a.Kind,
+				Err: fmt.Errorf("a member %q differs from the bound key only in case", key)}
+		}
 		if err != nil {
 			return dst, err
 		}

@@ -165,6 +165,9 @@ func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
 	if t == nil || !t.flat || len(t.touched) > 8 || root.Kind() != args.Object {
 		return false, nil
 	}
+	if len(t.touched) == 0 {
+		return true, nil
+	}
 	// By index in t.touched, which for a flat tool lists the cleared, the
 	// pinned and the identity fields, in that order, each once.
 	var exact, folded uint8
@@ -376,13 +379,8 @@ func relativeCaps(t *Tool, root args.Value) ([]capability.Capability, error) {
 	}
 	var caps []capability.Capability
 	for _, r := range t.RelativeURL {
-		// A key differing only in case would escape the check and reach a
-		// server that matches keys without case as the URL argument.
-		if key, ok := r.Pointer.CaseVariant(root); ok {
-			return nil, refusal(RuleRelativeURL, "argument %q differs from %s only in case", key, r.Pointer)
-		}
 		var bad error
-		r.Pointer.Select(root, func(v args.Value, at args.Loc) {
+		key, variant := r.Pointer.SelectExact(root, func(v args.Value, at args.Loc) {
 			if bad != nil {
 				return
 			}
@@ -402,6 +400,11 @@ func relativeCaps(t *Tool, root args.Value) ([]capability.Capability, error) {
 			}
 			caps = append(caps, cp)
 		})
+		if variant {
+			// A key differing only in case would escape the check and reach a
+			// server that matches keys without case as the URL argument.
+			return nil, refusal(RuleRelativeURL, "argument %q differs from %s only in case", key, r.Pointer)
+		}
 		if bad != nil {
 			return nil, bad
 		}

@@ -83,13 +83,7 @@ func (s *Schema) clamp(root args.Value) (map[args.Value]string, []string, error)
 	var viol *Violation
 	for i := range s.clamps {
 		c := &s.clamps[i]
-		if key, found := c.ptr.CaseVariant(root); found {
-			// A server matching keys without case would read this member as the
-			// clamped field, unclamped.
-			return nil, nil, &Violation{Pointer: c.ptr.String(), Keyword: "clamp",
-				Message: "a member whose key differs only in case (" + strconv.Itoa(len(key)) + " bytes) stands for the clamped field"}
-		}
-		c.ptr.Select(root, func(v args.Value, loc args.Loc) {
+		key, found := c.ptr.SelectExact(root, func(v args.Value, loc args.Loc) {
 			if viol != nil {
 				return
 			}
@@ -135,6 +129,12 @@ func (s *Schema) clamp(root args.Value) (map[args.Value]string, []string, error)
 				at = append(at, p)
 			}
 		})
+		if found {
+			// A server matching keys without case would read this member as the
+			// clamped field, unclamped.
+			return nil, nil, &Violation{Pointer: c.ptr.String(), Keyword: "clamp",
+				Message: "a member whose key differs only in case (" + strconv.Itoa(len(key)) + " bytes) stands for the clamped field"}
+		}
 		if viol != nil {
 			return nil, nil, viol
 		}
