@@ -355,7 +355,12 @@ func (e *evaluator) hasRoleFirst(r *rule) bool {
 		e.nRoles++
 	}
 	e.rolesSet = true
-	return e.hasRole(r)
+	for _, k := range e.roles[:e.nRoles] {
+		if k == r.role {
+			return true
+		}
+	}
+	return false
 }
 
 // consider runs the candidates cs, which the index found with the matchers

@@ -121,50 +121,34 @@ func wordAt(p string, i int) uint64 {
 // scanPath reads p eight bytes at a time and returns the slashes of its
 // first 64 bytes as bits (bit j for p[j]), and whether the bits are exact
 // and p has no NUL and no slash or dot after a slash: no component that
-// may be empty, "." or "..". It calls nothing in its loops, so that they
-// keep their values in registers.
+// may be empty, "." or "..". It calls nothing (but for a path of fewer
+// than eight bytes), so that its loop keeps its values in registers.
 func scanPath(p string) (found uint64, plain bool) {
-	var odd, carry uint64 // carry: the high bit of byte 0 if the byte before the word is a slash
-	q, i := p, 0
-	for ; len(q) >= 16; q, i = q[16:], i+16 {
-		w, v := load64(q), load64(q[8:])
-		s, t := slashesOf(w), slashesOf(v)
-		odd |= (w-bytes01)&^w | s&(s<<8) | (v-bytes01)&^v | t&(t<<8|s>>56)
-		if carry != 0 && w&0xfe == '.' || s>>56 != 0 && v&0xfe == '.' { // a slash or a dot after a slash
-			odd |= bytes80
-		}
-		carry = t >> 56
-		if i < 64 {
-			found |= (packBits(s) | packBits(t)<<8) << (i & 63)
-		}
-	}
-	if len(q) >= 8 {
+	var odd uint64
+	// Words seven bytes apart overlap by a byte, so that every pair of
+	// bytes is in one word. The word at i notes its slashes at bit i:
+	// at = 1 << i, which the shifts drop past bit 63.
+	q, at := p, uint64(1)
+	for ; len(q) >= 8; q, at = q[7:], at<<7 {
 		w := load64(q)
-		slash := slashesOf(w)
-		odd |= (w-bytes01)&^w | slash&(slash<<8)
-		if carry != 0 && w&0xfe == '.' {
-			odd |= bytes80
-		}
-		if i < 64 {
-			found |= packBits(slash) << (i & 63)
-		}
-		q, i = q[8:], i+8
+		s := slashesOf(w)
+		odd |= (w-bytes01)&^w | s&(s<<8)
+		found |= packBits(s) * at
 	}
-	if len(q) > 0 {
-		// The last eight bytes, which overlap the words read: the
-		// bytes before them were checked, and a bit found twice is
-		// one bit.
+	if len(q) > 1 || len(p) < 8 {
+		// The last eight bytes, which overlap the words read: a bit
+		// found twice is one bit.
 		var w uint64
-		at := 0
+		i := 0
 		if len(p) >= 8 {
-			w, at = load64(p[len(p)-8:]), len(p)-8
+			w, i = load64(p[len(p)-8:]), len(p)-8
 		} else {
 			w = wordAt(p, 0)
 		}
-		slash := slashesOf(w)
-		odd |= (w-bytes01)&^w | slash&(slash<<8)
-		if at < 64 {
-			found |= packBits(slash) << (at & 63)
+		s := slashesOf(w)
+		odd |= (w-bytes01)&^w | s&(s<<8)
+		if i < 64 {
+			found |= packBits(s) << i
 		}
 	}
 	return found, odd&bytes80 == 0
