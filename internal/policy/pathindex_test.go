@@ -10,8 +10,8 @@ import (
 
 // pathPolicy builds a policy of allow and deny rules under directories
 // whose lengths the chooser picks, so that the longest directory, and any
-// other, can end anywhere in the eight-byte words the path walk reads;
-// paths are built from those directories.
+// other, can end anywhere in the eight-byte words the path walk reads, and
+// past the 64 bytes of its mask; paths are built from those directories.
 type pathPolicy struct {
 	dirs []string
 	yaml string
@@ -25,7 +25,7 @@ func (c chooser) pathPolicy() pathPolicy {
 		dir := ""
 		if c(8) != 0 { // else the root
 			for range 1 + c(4) {
-				dir += "/" + strings.Repeat(c.of("a", "b", "x7", ".e", "-"), 1+c(9))
+				dir += "/" + strings.Repeat(c.of("a", "b", "x7", ".e", "-", "a-long-name-"), 1+c(9))
 			}
 		}
 		if dir == "" {
@@ -83,7 +83,7 @@ func checkPathIndex(t *testing.T, c chooser) {
 }
 
 // TestPathIndexShapes holds the path index to the reference on generated
-// policies: directories of every length up to about forty bytes, the
+// policies: directories of every length up to a few hundred bytes, the
 // longest among them ending inside or at the edge of a word.
 func TestPathIndexShapes(t *testing.T) {
 	n := 3000

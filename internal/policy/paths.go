@@ -178,7 +178,7 @@ func (x *pathIndex) walk(e *evaluator) bool {
 	}
 	found, plain := scanPath(p)
 	if !plain || p[n-1] == '/' {
-		return x.walkExact(e, p, 0, 0, ^uint64(0x80))
+		return x.walkExact(e, p)
 	}
 	maxLen := x.maxLen
 	if n <= maxLen && x.maybe(p, n) {
@@ -211,13 +211,15 @@ func (x *pathIndex) visitFrom(e *evaluator, p string, i int) {
 	}
 }
 
-// walkExact is walk from the word at i, with carry and ends as walk has
-// them there, for a path with a NUL or a component that starts with a
-// slash or a dot. It finds the slashes and dots of each word exactly,
-// and checks each component that starts with either.
-func (x *pathIndex) walkExact(e *evaluator, p string, i int, carry, ends uint64) bool {
+// walkExact is walk for a path with a NUL, a trailing slash or a
+// component that starts with a slash or a dot (a dot file, say, or a path
+// walk refuses). It finds the slashes and dots of each word exactly, and
+// checks each component that starts with either.
+func (x *pathIndex) walkExact(e *evaluator, p string) bool {
 	n := len(p)
-	for ; i < n; i += 8 {
+	var carry uint64      // the high bit of byte 0 if the byte before the word is a slash
+	ends := ^uint64(0x80) // the leading slash ends no directory
+	for i := 0; i < n; i += 8 {
 		w := wordAt(p, i)
 		if zeroBytes(w) != 0 {
 			return false // a NUL
