@@ -11,9 +11,10 @@ import (
 // once per call. It is a direct-mapped table of immutable entries swapped
 // in whole: lookups take no lock and never allocate; a miss builds the
 // entry from the index (and allocates), replacing what the slot held. A
-// call's server and tool come from the tools a server offers, so few pairs
-// recur; pairs that collide only cost rebuilding. An entry is exact: it is
-// used only for the very server and tool it was built for.
+// call's server and tool come from the tools its servers offer, so the
+// pairs are few and recur; pairs that collide only cost rebuilding. An
+// entry is exact: it is used only for the very server and tool it was
+// built for.
 type actionMemo struct {
 	slots [memoSlots]atomic.Pointer[actionEntry]
 }

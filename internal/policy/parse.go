@@ -230,8 +230,8 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 	}
 	r.mask = r.callMask()
 	r.lists = len(r.servers) > 0 || len(r.tools) > 0 || r.principals != nil || r.roles != nil
-	if len(r.roles) == 1 {
-		r.role = keyOf(r.roles[0])
+	if len(r.roles) == 1 && len(r.roles[0]) <= 16 {
+		r.role = keyOf(r.roles[0]) // checked by evaluator.hasRole (needRole)
 	}
 	r.prec = precedence(r.effect, r.index)
 	info.Effect = r.effect

@@ -7,7 +7,8 @@ import "math/bits"
 // by a cheap hash, and compares keys by two words read from them (their
 // first and last eight bytes, say), which decide equality outright for a
 // key of up to 16 bytes; a third word, bytes 8 to 15, decides it for a key
-// of up to 24, and a longer key that matches them is compared in full. A hash collision costs a probe, never a wrong answer. Keys come
+// of up to 24, and a longer key that matches them is compared in full. A
+// hash collision costs a probe, never a wrong answer. Keys come
 // from the policy and the table is at most half full, so a caller choosing
 // the name looked up cannot make a probe sequence longer than the policy
 // made it.
@@ -69,20 +70,13 @@ func (t *strTable) insert(s tableSlot) {
 	t.slots[j] = s
 }
 
-// get returns the value of a name, or -1.
+// get returns the value of a name, or -1. (keyMap.get, which Decide
+// calls, is get written out.)
 func (t *strTable) get(key string) int {
 	if t.slots == nil {
 		return -1
 	}
-	var a, b uint64
-	switch n := len(key); {
-	case n >= 8:
-		a, b = load64(key), load64(key[n-8:])
-	case n >= 4:
-		a, b = uint64(load32(key)), uint64(load32(key[n-4:]))
-	case n > 0:
-		a = uint64(key[0])<<16 | uint64(key[n>>1])<<8 | uint64(key[n-1])
-	}
+	a, b := strWords(key)
 	return t.find(key, a, b, strHash(a, b, len(key)))
 }
 
@@ -124,8 +118,8 @@ func keyOf(s string) nameKey {
 
 // strWords returns the words of a name: its first and last eight bytes,
 // overlapping in a key of fewer than 16 (four bytes each below eight, and
-// the first, middle and last byte below four). strTable.get computes them
-// as it does.
+// the first, middle and last byte below four). Where a call costs, the
+// callers write it out.
 func strWords(s string) (a, b uint64) {
 	switch n := len(s); {
 	case n >= 8:

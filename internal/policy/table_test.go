@@ -85,3 +85,32 @@ func TestStrTableProbes(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyMap holds keyMap.get, which writes strTable.get out, to the keys
+// it was given: each present key finds its own rule, and absent keys that
+// share a length, words or filter bit with a present one find nothing.
+func TestKeyMap(t *testing.T) {
+	keys := []string{"", "a", "ab", "abc", "abcd", "abcdefg", "abcdefgh", "abcdefghi", "abcdefghijklmnop",
+		"ABCDEFGHxijklmnop", "ABCDEFGH12345678ijklmnop", "0123456789abcdef-middle-one-0123456789abcdef", "api.github.com", "git"}
+	for i := range 300 {
+		keys = append(keys, fmt.Sprintf("tool_%d", i))
+	}
+	var m keyMap
+	rules := make([]rule, len(keys))
+	for i, k := range keys {
+		rules[i].index = int32(i)
+		m.add(k, &rules[i], 0, 0)
+	}
+	for i, k := range keys {
+		got := m.get(k)
+		if len(got) != 1 || got[0].r != &rules[i] {
+			t.Errorf("get(%q) = %d candidates, want rule %d alone", k, len(got), i)
+		}
+	}
+	for _, k := range []string{"b", "abd", "abcdefgX", "Xbcdefgh", "ABCDEFGHyijklmnop", "ABCDEFGH12345679ijklmnop",
+		"0123456789abcdef-middle-two-0123456789abcdef", "tool_300", "tool_", "gjt", "api.github.co"} {
+		if got := m.get(k); got != nil {
+			t.Errorf("get(%q) = %d candidates, want none", k, len(got))
+		}
+	}
+}
