@@ -57,8 +57,9 @@ func TestActionMemo(t *testing.T) {
 	}
 }
 
-// TestActionMemoCollision decides pairs that share a slot of the memo in
-// turn: each evicts the other, and neither is answered for the other.
+// TestActionMemoCollision fills the memo past its slots, so that pairs
+// evict others, and decides two pairs that were stored in one slot in
+// turn: neither is answered for the other.
 func TestActionMemoCollision(t *testing.T) {
 	s := fixture(t, "bench_1100.yaml")
 	memo := s.idx.memo
@@ -122,5 +123,32 @@ rules:
 				t.Errorf("round %d: server %q tool %q decided by %q, want %q", i, tc.server, tc.tool, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestActionMemoKeeps decides 40 pairs in turn, as a gateway whose
+// servers offer 40 tools would: once each is remembered, no call builds
+// an entry again (a memo where colliding pairs evicted each other would
+// allocate on most rounds).
+func TestActionMemoKeeps(t *testing.T) {
+	s, err := Parse("keeps.yaml", mustRead(t, "bench_1100.yaml"), &Options{Home: testHome})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reqs []*Request
+	for i := range 40 {
+		r := benchRequest()
+		r.Server, r.Tool, r.Caps = []string{"fs", "git", "mail", "db"}[i%4], fmt.Sprintf("tool_%d", i), nil
+		reqs = append(reqs, r)
+	}
+	for _, r := range reqs {
+		s.Decide(r)
+	}
+	if n := testing.AllocsPerRun(20, func() {
+		for _, r := range reqs {
+			s.Decide(r)
+		}
+	}); n != 0 {
+		t.Errorf("deciding 40 remembered pairs allocates %v times a round, want 0", n)
 	}
 }
