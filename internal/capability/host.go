@@ -77,6 +77,19 @@ func CanonHost(raw string) (host string, addr netip.Addr, err error) {
 	return canonHost(raw)
 }
 
+// CanonHostClasses is CanonHost that also returns NameClass of the
+// canonical host, so that a caller needing both reads a plain host once.
+// FuzzCanonHostClasses holds it to CanonHost then NameClass.
+func CanonHostClasses(raw string) (host string, addr netip.Addr, classes Class, err error) {
+	if plainHost(raw) {
+		return raw, netip.Addr{}, nameClass(raw), nil
+	}
+	if host, addr, err = canonHost(raw); err != nil {
+		return "", netip.Addr{}, 0, err
+	}
+	return host, addr, NameClass(host), nil
+}
+
 // plainHost reports whether s is a plain host name: lower-case letters,
 // digits and hyphens in dot-separated labels, none of them empty, over 63
 // bytes or Punycode ("xn--"), 253 bytes at most, and the last one starting

@@ -182,6 +182,10 @@ func TestCanonHost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			host, addr, err := CanonHost(tt.in)
+			h, a, classes, cerr := CanonHostClasses(tt.in)
+			if (cerr != nil) != (err != nil) || h != host || a != addr || err == nil && classes != NameClass(host) {
+				t.Errorf("CanonHostClasses(%q) = %q, %v, %v, %v; CanonHost then NameClass say %q, %v, %v, %v", tt.in, h, a, classes, cerr, host, addr, NameClass(host), err)
+			}
 			if !checkWantErr(t, err, tt.wantErr) {
 				return
 			}
@@ -467,6 +471,24 @@ func FuzzPlainHost(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(checkPlainHost)
+}
+
+// FuzzCanonHostClasses holds CanonHostClasses to CanonHost then NameClass.
+func FuzzCanonHostClasses(f *testing.F) {
+	for _, s := range []string{"api.github.com", "API.GitHub.com.", "0x7f.1", "[::1]", "::ffff:10.0.0.1", "bücher.de", "metadata.google.internal",
+		"localhost.", "x.local", "169.254.169.254", "a..b", "", "xn--a.com", "foo.home.arpa", "METADATA"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		host, addr, classes, err := CanonHostClasses(raw)
+		wantHost, wantAddr, wantErr := CanonHost(raw)
+		if (err != nil) != (wantErr != nil) || host != wantHost || addr != wantAddr {
+			t.Fatalf("CanonHostClasses(%q) = %q, %v, %v; CanonHost = %q, %v, %v", raw, host, addr, err, wantHost, wantAddr, wantErr)
+		}
+		if err == nil && classes != NameClass(host) {
+			t.Fatalf("CanonHostClasses(%q) classes = %v, NameClass(%q) = %v", raw, classes, host, NameClass(host))
+		}
+	})
 }
 
 func BenchmarkCanonHost(b *testing.B) {

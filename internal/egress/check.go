@@ -160,7 +160,7 @@ func (ch *Checker) Check(ctx context.Context, c capability.Capability) Verdict {
 	if c.Kind != capability.NetConnect {
 		return denied(BadCapability, c.Host)
 	}
-	host, addr, err := capability.CanonHost(c.Host)
+	host, addr, classes, err := capability.CanonHostClasses(c.Host)
 	if err != nil {
 		return denied(BadHost, c.Host)
 	}
@@ -180,11 +180,12 @@ func (ch *Checker) Check(ctx context.Context, c capability.Capability) Verdict {
 		}
 		return v
 	}
-	return ch.checkName(ctx, host, c.Scheme)
+	return ch.checkName(ctx, host, classes, c.Scheme)
 }
 
-// checkName checks a canonical name and every address it resolves to.
-func (ch *Checker) checkName(ctx context.Context, host, scheme string) Verdict {
+// checkName checks a canonical name, whose NameClass is classes, and every
+// address it resolves to.
+func (ch *Checker) checkName(ctx context.Context, host string, classes capability.Class, scheme string) Verdict {
 	v := Verdict{Host: host, Scheme: scheme}
 	nameListed := !ch.restricted
 	if ch.restricted {
@@ -199,7 +200,7 @@ func (ch *Checker) checkName(ctx context.Context, host, scheme string) Verdict {
 			return v
 		}
 	}
-	nameClasses := capability.NameClass(host) & ch.block
+	nameClasses := classes & ch.block
 	admitted := ch.admitted(host, netip.Addr{})
 	if bad := nameClasses &^ admitted; bad != 0 {
 		v.Reason, v.Classes = BlockedName, bad
