@@ -97,6 +97,7 @@ type kindIndex struct {
 
 	programExact keyMap // exec: rules by literal program
 	programGlob  []cand // exec: rules with a program glob (and under their literal ones in programExact)
+	globPrec     uint64 // exec: the highest precedence in programGlob
 	shell        []cand // exec: rules with shell: true and a program matcher
 
 	idKind keyMap // id: rules by id_kind
@@ -188,6 +189,7 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 		}
 		if glob {
 			ki.programGlob = append(ki.programGlob, candOf(r, k, 0))
+			ki.globPrec = max(ki.globPrec, r.prec)
 		}
 		if r.shell {
 			ki.shell = append(ki.shell, candOf(r, k, 0))
@@ -523,9 +525,12 @@ func (idx *index) capability(e *evaluator) bool {
 		}
 		e.consider(ki.generic, 0)
 		// A rule found under the program is not considered again among
-		// the globs: it could not change the tally (tally.useful).
+		// the globs: it could not change the tally (tally.useful), and
+		// when no glob rule could, they are skipped.
 		e.consider(ki.programExact.get(c.Program), doneProgram)
-		e.consider(ki.programGlob, 0)
+		if e.t.useful(ki.globPrec, false) {
+			e.consider(ki.programGlob, 0)
+		}
 		if strings.IndexByte(c.Program, '/') >= 0 {
 			if base := path.Base(c.Program); base != c.Program {
 				if cs := ki.programExact.get(base); len(cs) > 0 {
