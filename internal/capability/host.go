@@ -98,20 +98,32 @@ func CanonHostClasses(raw string) (host string, addr netip.Addr, classes Class, 
 // NameClass needs neither lower-casing nor an address parser for it.
 // FuzzPlainHost holds plainHost to canonHost.
 func plainHost(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
+	n, ok := plainHostPrefix(s)
+	return ok && n == len(s)
+}
+
+// plainHostPrefix returns the length n of the longest prefix of s made of
+// the bytes of a plain host (lower-case letters, digits, hyphens and dots),
+// and reports whether s[:n] is a plain host (plainHost), reading each byte
+// once. It may stop early, at a label that is not plain, and report false.
+func plainHostPrefix(s string) (n int, ok bool) {
 	label := 0 // where the current label starts
 	tab := &plainBytes
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; tab[b]&byteHost == 0 {
-			if b != '.' || !plainLabel(s[label:i]) {
-				return false
-			}
-			label = i + 1
+	i := 0
+	for ; i < len(s); i++ {
+		b := s[i]
+		if tab[b]&byteHost != 0 {
+			continue
 		}
+		if b != '.' {
+			break
+		}
+		if !plainLabel(s[label:i]) {
+			return i, false
+		}
+		label = i + 1
 	}
-	return plainLabel(s[label:]) && s[label] > '9'
+	return i, i <= 253 && plainLabel(s[label:i]) && s[label] > '9'
 }
 
 // plainLabel reports whether a label of a plain host is neither empty, nor

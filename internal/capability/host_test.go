@@ -491,6 +491,84 @@ func FuzzCanonHostClasses(f *testing.F) {
 	})
 }
 
+// plainHostRef is plainHost as it was written before plainHostPrefix: the
+// reference the one-pass scan is held to.
+func plainHostRef(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	labels := strings.Split(s, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || strings.HasPrefix(l, "xn--") {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			if b := l[i]; !('a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-') {
+				return false
+			}
+		}
+	}
+	last := labels[len(labels)-1]
+	return last[0] > '9'
+}
+
+// checkPlainHostPrefix fails if plainHostPrefix or plainHost disagree with
+// plainHostRef on s.
+func checkPlainHostPrefix(t *testing.T, s string) {
+	t.Helper()
+	if got, want := plainHost(s), plainHostRef(s); got != want {
+		t.Fatalf("plainHost(%q) = %v, reference %v", s, got, want)
+	}
+	m := 0
+	for m < len(s) && ('a' <= s[m] && s[m] <= 'z' || '0' <= s[m] && s[m] <= '9' || s[m] == '-' || s[m] == '.') {
+		m++
+	}
+	n, ok := plainHostPrefix(s)
+	switch want := plainHostRef(s[:m]); {
+	case ok != want:
+		t.Fatalf("plainHostPrefix(%q) = %d, %v; reference says %q is plain: %v", s, n, ok, s[:m], want)
+	case ok && n != m:
+		t.Fatalf("plainHostPrefix(%q) = %d, true; want %d", s, n, m)
+	}
+}
+
+func TestPlainHostPrefix(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"empty", ""},
+		{"name", "api.github.com"},
+		{"name then path", "api.github.com/a"},
+		{"name then port", "x.com:443"},
+		{"dot then path", "x.com./"},
+		{"empty label", "a..b/"},
+		{"leading dot", ".a"},
+		{"punycode", "xn--a.com/"},
+		{"punycode last", "a.xn--b"},
+		{"numeric last", "a.1/"},
+		{"numeric name", "127.0.0.1"},
+		{"upper case stops", "aPI.com"},
+		{"label 63", strings.Repeat("a", 63) + ".b/"},
+		{"label 64", strings.Repeat("a", 64) + ".b/"},
+		{"253 bytes", strings.Repeat("a.", 126) + "b/"},
+		{"254 bytes", strings.Repeat("a.", 126) + "bc/"},
+		{"long then stop", strings.Repeat("a", 300) + "?"},
+		{"hyphens", "-.a-"},
+		{"underscore", "a_b.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkPlainHostPrefix(t, tt.in) })
+	}
+}
+
+func FuzzPlainHostPrefix(f *testing.F) {
+	for _, s := range []string{"api.github.com/x", "x.com.:1", "a..b", "xn--a.b", "a.1", strings.Repeat("a.", 127), "A.b"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkPlainHostPrefix)
+}
+
 func BenchmarkCanonHost(b *testing.B) {
 	for _, in := range []string{"api.github.com", "API.GitHub.com.", "0x7f.1", "[2001:db8::1]", "bücher.de"} {
 		b.Run(in, func(b *testing.B) {

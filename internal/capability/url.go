@@ -133,13 +133,11 @@ func plainURL(raw string) (Capability, bool) {
 	default:
 		return c, false
 	}
-	i := 0
-	for i < len(rest) && (plainBytes[rest[i]]&byteHost != 0 || rest[i] == '.') {
-		i++
-	}
-	if c.Host, rest = rest[:i], rest[i:]; !plainHost(c.Host) {
+	i, ok := plainHostPrefix(rest)
+	if !ok {
 		return c, false
 	}
+	c.Host, rest = rest[:i], rest[i:]
 	// The serialisation is prefix, the path ("/" if empty) and the query:
 	// prefix is raw up to the host, and a port that is not the default.
 	prefix := raw[:len(raw)-len(rest)]
