@@ -160,6 +160,13 @@ func plainURL(raw string) (Capability, bool) {
 			return c, false
 		}
 		q := 1
+		// Eight bytes at a time while all are plain path bytes; the loop
+		// below reads the rest, and any byte that is not, one by one.
+		for ; q+8 <= len(rest); q += 8 {
+			if plainAnd8(rest[q:q+8])&bytePath == 0 {
+				break
+			}
+		}
 	path:
 		for ; q < len(rest); q++ {
 			switch b := rest[q]; {
@@ -181,7 +188,13 @@ func plainURL(raw string) (Capability, bool) {
 		}
 		path, query = rest[:q], rest[q:]
 	}
-	for j := 1; j < len(query); j++ {
+	j := 1
+	for ; j+8 <= len(query); j += 8 {
+		if plainAnd8(query[j:j+8])&byteQuery == 0 {
+			return c, false
+		}
+	}
+	for ; j < len(query); j++ {
 		if plainBytes[query[j]]&byteQuery == 0 {
 			return c, false
 		}
@@ -205,6 +218,14 @@ func dotSegment(s string) bool {
 		s = s[1:]
 	}
 	return len(s) == 1 || s[1] == '/' || s[1] == '?'
+}
+
+// plainAnd8 returns the classes of plainBytes that all eight bytes of w
+// hold.
+func plainAnd8(w string) uint8 {
+	_ = w[7]
+	t := &plainBytes
+	return t[w[0]] & t[w[1]] & t[w[2]] & t[w[3]] & t[w[4]] & t[w[5]] & t[w[6]] & t[w[7]]
 }
 
 // plainBytes classifies bytes for plainHost and plainURL: those a plain
