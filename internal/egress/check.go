@@ -12,6 +12,7 @@ import (
 // it is safe for concurrent use.
 type Checker struct {
 	schemes        map[string]bool
+	http, https    bool // schemes["http"], schemes["https"], read without the map
 	block          capability.Class
 	allow          []pattern // AllowHosts and every Admit pattern
 	restricted     bool      // AllowHosts was set: a host must match allow
@@ -167,7 +168,7 @@ func (ch *Checker) Check(ctx context.Context, c capability.Capability) Verdict {
 	if c.Addr.IsValid() && c.Addr.Unmap().WithZone("") != addr {
 		return denied(BadHost, c.Host)
 	}
-	if c.Scheme != "" && !ch.schemes[c.Scheme] {
+	if c.Scheme != "" && !ch.schemeAllowed(c.Scheme) {
 		v := denied(SchemeNotAllowed, host)
 		v.Scheme = c.Scheme
 		return v
@@ -181,6 +182,18 @@ func (ch *Checker) Check(ctx context.Context, c capability.Capability) Verdict {
 		return v
 	}
 	return ch.checkName(ctx, host, classes, c.Scheme)
+}
+
+// schemeAllowed reports whether schemes holds s, the common two from
+// fields.
+func (ch *Checker) schemeAllowed(s string) bool {
+	switch s {
+	case "https":
+		return ch.https
+	case "http":
+		return ch.http
+	}
+	return ch.schemes[s]
 }
 
 // checkName checks a canonical name, whose NameClass is classes, and every

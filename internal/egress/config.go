@@ -129,6 +129,7 @@ func New(cfg *Config) (*Checker, error) {
 		}
 		ch.schemes[s] = true
 	}
+	ch.http, ch.https = ch.schemes["http"], ch.schemes["https"]
 
 	ch.block = blockable
 	if len(cfg.Block) > 0 {

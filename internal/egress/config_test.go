@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,4 +238,36 @@ func FuzzNew(f *testing.F) {
 			t.Fatal("nil Checker without error")
 		}
 	})
+}
+
+// TestSchemeAllowed holds schemeAllowed, which reads http and https from
+// fields, to the scheme set New builds.
+func TestSchemeAllowed(t *testing.T) {
+	tests := []struct {
+		name    string
+		schemes []string
+	}{
+		{"default", nil},
+		{"https only", []string{"https"}},
+		{"http only", []string{"http"}},
+		{"ws and ftp", []string{"ws", "ftp"}},
+		{"all", []string{"ftp", "wss", "ws", "https", "http"}},
+	}
+	probes := []string{"http", "https", "ws", "wss", "ftp", "HTTP", "Https", "http ", "", "file", "javascript", "httpss"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch, err := New(&Config{Schemes: tt.schemes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range probes {
+				if got, want := ch.schemeAllowed(s), ch.schemes[s]; got != want {
+					t.Errorf("schemeAllowed(%q) = %v, the scheme set says %v", s, got, want)
+				}
+			}
+			if want := len(tt.schemes) == 0 || slices.Contains(tt.schemes, "https"); ch.schemeAllowed("https") != want {
+				t.Errorf("schemeAllowed(https) = %v, want %v", !want, want)
+			}
+		})
+	}
 }
