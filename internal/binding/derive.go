@@ -61,12 +61,11 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 			if err != nil {
 				return
 			}
-			c, e := a.derive(v, o)
-			if e != nil {
+			dst = append(dst, capability.Capability{})
+			if e := a.deriveTo(&dst[len(dst)-1], v, o); e != nil {
+				dst = dst[:len(dst)-1]
 				err = &ArgError{Pointer: at.String(), Kind: a.Kind, Err: e}
-				return
 			}
-			dst = append(dst, c)
 		})
 		if found {
 			// A server that matches keys case-insensitively would read
@@ -79,6 +78,38 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 		}
 	}
 	return dst, nil
+}
+
+// deriveTo is derive writing the capability to *c, which a URL's is
+// derived in place, not copied on its way; on error *c holds nothing of use.
+func (a *Arg) deriveTo(c *capability.Capability, v args.Value, o *Options) error {
+	if a.form() == FormURL {
+		return a.deriveURL(c, v, o)
+	}
+	var err error
+	*c, err = a.derive(v, o)
+	return err
+}
+
+// deriveURL is derive for an argument of FormURL.
+func (a *Arg) deriveURL(c *capability.Capability, v args.Value, o *Options) error {
+	s, err := stringValue(v)
+	if err != nil {
+		return err
+	}
+	if *c, err = capability.FromURL(s); err != nil {
+		return err
+	}
+	if c.Kind == capability.FSRead {
+		// A file: URL given to a fetching tool reads a local file:
+		// the path is canonicalised like any other path argument.
+		p, err := capability.CanonPath(c.Path, &o.Path)
+		if err != nil {
+			return fmt.Errorf("file URL: %w", err)
+		}
+		c.Path = p
+	}
+	return nil
 }
 
 func (a *Arg) derive(v args.Value, o *Options) (capability.Capability, error) {
@@ -97,24 +128,9 @@ func (a *Arg) derive(v args.Value, o *Options) (capability.Capability, error) {
 		}
 		return capability.Capability{Kind: a.Kind, Path: p}, nil
 	case FormURL:
-		s, err := stringValue(v)
-		if err != nil {
-			return capability.Capability{}, err
-		}
-		c, err := capability.FromURL(s)
-		if err != nil {
-			return capability.Capability{}, err
-		}
-		if c.Kind == capability.FSRead {
-			// A file: URL given to a fetching tool reads a local file:
-			// the path is canonicalised like any other path argument.
-			p, err := capability.CanonPath(c.Path, &o.Path)
-			if err != nil {
-				return capability.Capability{}, fmt.Errorf("file URL: %w", err)
-			}
-			c.Path = p
-		}
-		return c, nil
+		var c capability.Capability
+		err := a.deriveURL(&c, v, o)
+		return c, err
 	case FormHost:
 		s, err := stringValue(v)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"net/netip"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -293,4 +294,63 @@ func FuzzASCIIIsNFC(f *testing.F) {
 			t.Fatalf("%q is ASCII but not NFC", s)
 		}
 	})
+}
+
+// TestDeriveURLs holds the URLs Derive writes in place to capability.FromURL
+// (and CanonPath for a file: URL), one capability per URL in order, and
+// checks that a bad URL among good ones names its own location.
+func TestDeriveURLs(t *testing.T) {
+	p, err := args.ParsePointer("/urls/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Binding{Tool: "t", Args: []Arg{{Pointer: p, Kind: capability.NetConnect, Form: FormURL}}}
+	o := &Options{Path: capability.PathOptions{Home: "/home/alice"}}
+	ref := func(s string) capability.Capability {
+		c, err := capability.FromURL(s)
+		if err != nil {
+			t.Fatalf("FromURL(%q): %v", s, err)
+		}
+		if c.Kind == capability.FSRead {
+			if c.Path, err = capability.CanonPath(c.Path, &o.Path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	tests := []struct {
+		name    string
+		urls    []string
+		wantErr string
+	}{
+		{name: "plain URLs", urls: []string{"https://api.github.com/repos?a=b", "http://x.com:8080"}},
+		{name: "plain and full", urls: []string{"https://a.com/x", "HTTP://0x7f.1/", "file:///etc/passwd", "http://b.com"}},
+		{name: "bad second", urls: []string{"https://a.com", "data:text/plain,x", "http://b.com"}, wantErr: "/urls/1"},
+		{name: "bad first", urls: []string{"http://a.com\\@b.com/", "https://a.com"}, wantErr: "/urls/0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			quoted := make([]string, len(tt.urls))
+			for i, u := range tt.urls {
+				quoted[i] = strconv.Quote(u)
+			}
+			got, err := derive(t, b, `{"urls":[`+strings.Join(quoted, ",")+`]}`, o)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []capability.Capability
+			for _, u := range tt.urls {
+				want = append(want, ref(u))
+			}
+			if diff := cmp.Diff(want, got, cmpAddr); diff != "" {
+				t.Errorf("Derive mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -392,7 +392,10 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 			return nil, nil, false
 		}
 	}
-	req.Caps = append(caps, rel...)
+	if len(rel) > 0 {
+		caps = append(caps, rel...)
+	}
+	req.Caps = caps
 	*v = Verdict{Arguments: fwd}
 	return req, found, true
 }
