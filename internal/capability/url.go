@@ -38,8 +38,8 @@ import (
 // A plain http or https URL (see plainURL) takes a fast path that reads it
 // once: both parsers are known to read such a URL alike, and to serialise
 // it as written.
-func FromURL(raw string) (Capability, error) {
-	if c, ok := plainURL(raw); ok {
+func FromURL(raw string) (c Capability, err error) {
+	if plainURLTo(&c, raw) {
 		return c, nil
 	}
 	return fromURL(raw)
@@ -122,20 +122,27 @@ func fromURL(raw string) (Capability, error) {
 // every URL this accepts.
 func plainURL(raw string) (Capability, bool) {
 	var c Capability
+	ok := plainURLTo(&c, raw)
+	return c, ok
+}
+
+// plainURLTo is plainURL writing the capability to *c, which must be
+// zero; when it reports false, *c holds nothing of use.
+func plainURLTo(c *Capability, raw string) bool {
 	var rest string
 	switch {
 	case len(raw) > maxURLLen:
-		return c, false
+		return false
 	case strings.HasPrefix(raw, "https://"):
 		c.Scheme, c.Port, rest = "https", 443, raw[len("https://"):]
 	case strings.HasPrefix(raw, "http://"):
 		c.Scheme, c.Port, rest = "http", 80, raw[len("http://"):]
 	default:
-		return c, false
+		return false
 	}
 	i, ok := plainHostPrefix(rest)
 	if !ok {
-		return c, false
+		return false
 	}
 	c.Host, rest = rest[:i], rest[i:]
 	// The serialisation is prefix, the path ("/" if empty) and the query:
@@ -147,7 +154,7 @@ func plainURL(raw string) (Capability, bool) {
 			port = port*10 + int(rest[j]-'0')
 		}
 		if j == 1 || rest[1] == '0' || port > 65535 || j < len(rest) && rest[j] != '/' && rest[j] != '?' {
-			return c, false
+			return false
 		}
 		if uint16(port) != c.Port {
 			c.Port, prefix = uint16(port), raw[:len(raw)-len(rest)+j]
@@ -157,7 +164,7 @@ func plainURL(raw string) (Capability, bool) {
 	path, query := "", rest
 	if rest != "" && rest[0] != '?' {
 		if rest[0] != '/' {
-			return c, false
+			return false
 		}
 		q := 1
 		// Eight bytes at a time while all are plain path bytes; the loop
@@ -175,15 +182,15 @@ func plainURL(raw string) (Capability, bool) {
 				break path
 			case b == '.':
 				if rest[q-1] == '/' && dotSegment(rest[q:]) {
-					return c, false
+					return false
 				}
 			case b == '%':
 				if q+2 >= len(rest) || hexVal(rest[q+1]) > 15 || hexVal(rest[q+2]) > 15 || rest[q+1] == '2' && rest[q+2]|0x20 == 'e' {
-					return c, false
+					return false
 				}
 				q += 2
 			default:
-				return c, false
+				return false
 			}
 		}
 		path, query = rest[:q], rest[q:]
@@ -191,12 +198,12 @@ func plainURL(raw string) (Capability, bool) {
 	j := 1
 	for ; j+8 <= len(query); j += 8 {
 		if plainAnd8(query[j:j+8])&byteQuery == 0 {
-			return c, false
+			return false
 		}
 	}
 	for ; j < len(query); j++ {
 		if plainBytes[query[j]]&byteQuery == 0 {
-			return c, false
+			return false
 		}
 	}
 	switch {
@@ -208,7 +215,7 @@ func plainURL(raw string) (Capability, bool) {
 		c.URL = prefix + rest
 	}
 	c.Kind, c.Classes = NetConnect, nameClass(c.Host)
-	return c, true
+	return true
 }
 
 // dotSegment reports whether s, the rest of a path from the start of a
