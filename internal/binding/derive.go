@@ -97,7 +97,7 @@ func (a *Arg) deriveURL(c *capability.Capability, v args.Value, o *Options) erro
 	if err != nil {
 		return err
 	}
-	if *c, err = capability.FromURL(s); err != nil {
+	if err = capability.FromURLTo(c, s); err != nil {
 		return err
 	}
 	if c.Kind == capability.FSRead {

@@ -45,6 +45,18 @@ func FromURL(raw string) (c Capability, err error) {
 	return fromURL(raw)
 }
 
+// FromURLTo is [FromURL] writing the capability to *c, which is zeroed
+// first; on error *c holds nothing of use.
+func FromURLTo(c *Capability, raw string) error {
+	*c = Capability{}
+	if plainURLTo(c, raw) {
+		return nil
+	}
+	var err error
+	*c, err = fromURL(raw)
+	return err
+}
+
 // fromURL is FromURL for any input: the WHATWG parser, then net/url's.
 func fromURL(raw string) (Capability, error) {
 	u, err := parseURL(raw)

@@ -195,6 +195,7 @@ func TestFromURL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := FromURL(tt.in)
+			checkFromURLTo(t, tt.in, got, err)
 			if !checkWantErr(t, err, tt.wantErr) {
 				return
 			}
@@ -202,6 +203,23 @@ func TestFromURL(t *testing.T) {
 				t.Errorf("FromURL(%q) mismatch (-want +got):\n%s", tt.in, diff)
 			}
 		})
+	}
+}
+
+// checkFromURLTo fails unless FromURLTo, into a capability holding another
+// URL's fields, gives what FromURL gave: want and wantErr.
+func checkFromURLTo(t *testing.T, raw string, want Capability, wantErr error) {
+	t.Helper()
+	got := Capability{Kind: FSWrite, Path: "/stale", Scheme: "ftp", Host: "stale", Port: 21, URL: "ftp://stale/",
+		Addr: netip.MustParseAddr("10.0.0.1"), Classes: Private, Program: "x", Argv: []string{"x"}, ID: "stale"}
+	err := FromURLTo(&got, raw)
+	if (err != nil) != (wantErr != nil) || err != nil && err.Error() != wantErr.Error() {
+		t.Fatalf("FromURLTo(%q) error %v, FromURL's %v", raw, err, wantErr)
+	}
+	if err == nil {
+		if diff := cmp.Diff(want, got, netipAddrCmp); diff != "" {
+			t.Fatalf("FromURLTo(%q) differs from FromURL (-FromURL +FromURLTo):\n%s", raw, diff)
+		}
 	}
 }
 
@@ -335,6 +353,7 @@ func FuzzFromURL(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		c, err := FromURL(raw)
+		checkFromURLTo(t, raw, c, err)
 		if err != nil {
 			return
 		}
