@@ -418,15 +418,11 @@ func (e *Engine) decide(req *policy.Request, c *Call) Verdict {
 // decideInto is decide writing to v, which carries fwd, the arguments as
 // they will be forwarded, unless the call is denied.
 func (e *Engine) decideInto(v *Verdict, req *policy.Request, fwd []byte) {
-	*v = Verdict{
-		Effect:   policy.Deny,
-		Decision: e.policy.Decide(req),
-		Caps:     req.Caps,
-		Bound:    req.Bound,
-		Tier:     req.Tier,
-		Origin:   req.Origin,
-		Taint:    req.Taint,
-	}
+	// Every field is set, as a composite literal would, one by one: the
+	// literal is built aside and copied.
+	v.Decision = e.policy.Decide(req)
+	v.Caps, v.Bound, v.Tier, v.Origin, v.Taint = req.Caps, req.Bound, req.Tier, req.Origin, req.Taint
+	v.Ask, v.Findings, v.Err, v.Arguments = nil, nil, nil, nil
 	v.Effect = v.Decision.Effect()
 	if e.policy.Mode() == policy.Shadow {
 		v.Effect = policy.Allow
