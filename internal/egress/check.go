@@ -158,6 +158,12 @@ func denied(r Reason, host string) Verdict { return Verdict{Reason: r, Host: hos
 // allowed Verdict's Addrs are the addresses to connect to; connecting to
 // any other address, or resolving the name again, defeats the check.
 func (ch *Checker) Check(ctx context.Context, c capability.Capability) Verdict {
+	return ch.CheckCapability(ctx, &c)
+}
+
+// CheckCapability is [Checker.Check] for *c, which it neither keeps nor
+// changes: the capability is not copied on the way.
+func (ch *Checker) CheckCapability(ctx context.Context, c *capability.Capability) Verdict {
 	if c.Kind != capability.NetConnect {
 		return denied(BadCapability, c.Host)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // table is the static hosts table of the tests. Every resolution in this
@@ -215,6 +217,7 @@ func TestCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ch := mustChecker(t, tt.cfg)
 			v := ch.Check(t.Context(), capOf(t, tt.arg))
+			checkByPointer(t, ch, capOf(t, tt.arg), v)
 			if diff := cmp.Diff(tt.want, summarise(v)); diff != "" {
 				t.Errorf("Check(%q) (-want +got):\n%s\nverdict: %v", tt.arg, diff, v)
 			}
@@ -251,6 +254,7 @@ func TestCheckCapabilityMisuse(t *testing.T) {
 			if v.Allow || v.Reason != tt.want {
 				t.Errorf("Check = %v, want a denial with reason %v", v, tt.want)
 			}
+			checkByPointer(t, ch, tt.c, v)
 		})
 	}
 }
@@ -316,6 +320,21 @@ func TestReasonString(t *testing.T) {
 			t.Errorf("reasons %d and %d share the name %q", prev, r, s)
 		}
 		seen[s] = r
+	}
+}
+
+// checkByPointer fails unless CheckCapability(&c) gives want, Check's
+// verdict for c, and leaves c as it was.
+func checkByPointer(t *testing.T, ch *Checker, c capability.Capability, want Verdict) {
+	t.Helper()
+	before := c
+	before.Argv = slices.Clone(c.Argv)
+	got := ch.CheckCapability(t.Context(), &c)
+	if diff := cmp.Diff(summarise(want), summarise(got)); diff != "" || got.String() != want.String() {
+		t.Errorf("CheckCapability differs from Check (-Check +CheckCapability):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, c, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+		t.Errorf("CheckCapability changed its capability (-before +after):\n%s", diff)
 	}
 }
 

@@ -282,7 +282,7 @@ func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route,
 		if gate == nil {
 			gate = e.defaultEgress
 		}
-		if ev := gate.Check(ctx, v.Caps[i]); !ev.Allow {
+		if ev := gate.CheckCapability(ctx, &v.Caps[i]); !ev.Allow {
 			v.refuse(refusal(RuleEgress, "%s", ev.String()))
 			return
 		}
