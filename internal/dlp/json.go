@@ -159,7 +159,9 @@ func appendRedacted(dst []byte, v args.Value, redact func(Kind) bool) ([]byte, e
 			key, val := v.Member(i)
 			if r := redacted(key, redact); r != key {
 				for j := range v.Len() {
-					if other, _ := v.Member(j); j != i && redacted(other, redact) == r {
+					// Equal but for case counts too: a reader that matches
+					// names without regard to case would see one member twice.
+					if other, _ := v.Member(j); j != i && args.SameKey(redacted(other, redact), r) {
 						return dst, fmt.Errorf("dlp: redacting member names would give an object two members named %q", r)
 					}
 				}

@@ -114,6 +114,17 @@ func TestRedactJSONErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "two members named") {
 		t.Errorf("colliding member names: err = %v", err)
 	}
+	// A member already named like the marker, in another case: after
+	// redaction the object would hold two keys a case-insensitive reader
+	// takes for one.
+	in := []byte(`{"` + a + `":1,"[redacted:GITHUB.TOKEN]":2}`)
+	if _, found, _ := RedactJSON(in, nil, nil); len(found) == 0 {
+		t.Fatalf("no finding in %s", in)
+	}
+	got, _, err := RedactJSON(in, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "two members named") {
+		t.Errorf("member names colliding but for case: got %s, err = %v", got, err)
+	}
 	_, _, err = RedactJSON([]byte(`{"a":1,"a":2}`), nil, nil)
 	var se *args.SyntaxError
 	if !errors.As(err, &se) {
