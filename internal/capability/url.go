@@ -106,6 +106,17 @@ func fromURL(raw string) (Capability, error) {
 	if np != c.Port {
 		return Capability{}, fmt.Errorf("parsing URL: port %d, but %d for Go's net/url: %w", c.Port, np, ErrAmbiguous)
 	}
+	// The serialisation is what policy matches and the chain records: Go's
+	// net/url must read it too. UTS-46 can map a character net/url accepts
+	// (a fullwidth "｛") to one the WHATWG host parser keeps and net/url
+	// refuses ("{"): the parsers then disagree about the canonical URL.
+	if _, err := url.Parse(c.URL); err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return Capability{}, fmt.Errorf("parsing URL: Go's net/url cannot parse its canonical form %q (%v): %w", c.URL, err, ErrAmbiguous)
+	}
 	c.Classes = hostClasses(c.Host, c.Addr)
 	return c, nil
 }

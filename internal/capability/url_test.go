@@ -108,6 +108,11 @@ func TestFromURL(t *testing.T) {
 
 		// Parsers disagree: ErrAmbiguous.
 		{"backslash before at", `http://example.com\@evil.com/`, Capability{}, ErrAmbiguous},
+		// UTS-46 maps fullwidth "｛" to "{", which the WHATWG host parser
+		// keeps and net/url refuses: the canonical URL would be one Go
+		// cannot read (found by FuzzFromURL in CI).
+		{"fullwidth brace mapped into the host", "http://ｅ｛ａｍｐｌ", Capability{}, ErrAmbiguous},
+		{"fullwidth closing brace mapped into the host", "https://ａ｝ｂ.example/", Capability{}, ErrAmbiguous},
 		{"backslash in host", `http://evil.com\.example.com`, Capability{}, ErrAmbiguous},
 		{"double backslash in host", `http://evil.com\\.example.com`, Capability{}, ErrAmbiguous},
 		{"backslash after port", `http://127.0.0.1:80\@evil.com/`, Capability{}, ErrAmbiguous},
