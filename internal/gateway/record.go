@@ -78,22 +78,11 @@ func (r *Recorder) Result(ctx context.Context, c *Call, found []dlp.Located, wit
 	if withheld {
 		decision, what = policy.Deny, "withheld"
 	}
-	e := &chain.Entry{
-		Time:       now(),
-		Session:    c.Session,
-		Principal:  c.Principal,
-		Roles:      c.Roles,
-		Origin:     c.Origin.String(),
-		Server:     c.Server,
-		Tool:       c.Tool,
-		Taint:      c.Taint,
-		Caps:       []chain.Cap{},
-		Decision:   decision.String(),
-		Mode:       r.Engine.Policy().Mode().String(),
-		Rules:      []string{RuleDLP},
-		Reason:     "the result was " + what + ": " + findingsNote(found),
-		PolicyHash: r.Engine.Policy().Hash(),
-	}
+	e := r.callEntry(c, now())
+	e.Caps = []chain.Cap{}
+	e.Decision = decision.String()
+	e.Rules = []string{RuleDLP}
+	e.Reason = "the result was " + what + ": " + findingsNote(found)
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
 		return fmt.Errorf("recording the result's findings: %w", err)
 	}
@@ -130,23 +119,12 @@ func (r *Recorder) putEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Dige
 // entry builds the chain entry of a decision: the decision axes, never the
 // raw arguments.
 func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time) *chain.Entry {
-	e := &chain.Entry{
-		Time:           at,
-		Session:        c.Session,
-		Principal:      c.Principal,
-		Roles:          c.Roles,
-		Origin:         c.Origin.String(),
-		Server:         c.Server,
-		Tool:           c.Tool,
-		ToolSchemaHash: schemaHash,
-		Taint:          c.Taint,
-		Bound:          v.Bound,
-		Caps:           CapsOf(v.Caps),
-		Decision:       v.Effect.String(),
-		Mode:           r.Engine.Policy().Mode().String(),
-		Reason:         v.Reason(),
-		PolicyHash:     r.Engine.Policy().Hash(),
-	}
+	e := r.callEntry(c, at)
+	e.ToolSchemaHash = schemaHash
+	e.Bound = v.Bound
+	e.Caps = CapsOf(v.Caps)
+	e.Decision = v.Effect.String()
+	e.Reason = v.Reason()
 	if v.Origin != policy.OriginUnknown {
 		// The facts the policy saw, the session store's included.
 		e.Origin, e.Taint = v.Origin.String(), v.Taint
@@ -161,6 +139,23 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 		}
 	}
 	return e
+}
+
+// callEntry is a chain entry with the axes of call c and of the policy in
+// force, for the entries of decisions and of results alike.
+func (r *Recorder) callEntry(c *Call, at time.Time) *chain.Entry {
+	return &chain.Entry{
+		Time:       at,
+		Session:    c.Session,
+		Principal:  c.Principal,
+		Roles:      c.Roles,
+		Origin:     c.Origin.String(),
+		Server:     c.Server,
+		Tool:       c.Tool,
+		Taint:      c.Taint,
+		Mode:       r.Engine.Policy().Mode().String(),
+		PolicyHash: r.Engine.Policy().Hash(),
+	}
 }
 
 // hashArgs is the SHA-256 of the arguments' RFC 8785 canonical form, so
