@@ -119,7 +119,9 @@ func (a *Arg) derive(v args.Value, o *Options) (capability.Capability, error) {
 		if err != nil {
 			return capability.Capability{}, err
 		}
-		if o.RequireNFC && !isASCII(s) && !norm.NFC.IsNormalString(s) {
+		// ASCII text is in NFC (no ASCII character decomposes or
+		// combines), so the normaliser, which allocates, need not look.
+		if o.RequireNFC && !capability.IsASCII(s) && !norm.NFC.IsNormalString(s) {
 			return capability.Capability{}, errNotNFC
 		}
 		p, err := capability.CanonPath(s, &o.Path)
@@ -127,10 +129,6 @@ func (a *Arg) derive(v args.Value, o *Options) (capability.Capability, error) {
 			return capability.Capability{}, err
 		}
 		return capability.Capability{Kind: a.Kind, Path: p}, nil
-	case FormURL:
-		var c capability.Capability
-		err := a.deriveURL(&c, v, o)
-		return c, err
 	case FormHost:
 		s, err := stringValue(v)
 		if err != nil {
@@ -174,31 +172,4 @@ func stringValue(v args.Value) (string, error) {
 		return "", fmt.Errorf("want a string, got %s", v.Kind())
 	}
 	return v.Str(), nil
-}
-
-// isASCII reports whether s is ASCII, eight bytes at a time. ASCII text is
-// in NFC: no ASCII character decomposes or combines, so the normaliser,
-// which allocates, need not look.
-func isASCII(s string) bool {
-	const hi = 0x8080808080808080
-	word := func(i int) uint64 {
-		b := s[i : i+8] // one load, once the compiler sees eight bytes
-		return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-	}
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		if word(i)&hi != 0 {
-			return false
-		}
-	}
-	if i < len(s) && len(s) >= 8 { // the rest, in the word that ends s
-		return word(len(s)-8)&hi == 0
-	}
-	for ; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
 }

@@ -276,8 +276,8 @@ func TestDeriveExecAndID(t *testing.T) {
 	}
 }
 
-// FuzzASCIIIsNFC holds the shortcut past the normaliser: whatever isASCII
-// passes, the normaliser calls NFC, and isASCII agrees with a byte loop.
+// FuzzASCIIIsNFC holds the shortcut past the normaliser: whatever capability.IsASCII
+// passes, the normaliser calls NFC, and IsASCII agrees with a byte loop.
 func FuzzASCIIIsNFC(f *testing.F) {
 	for _, s := range []string{"", "/home/a/x", "cafe\u0301", "caf\u00e9", "12345678\x80", "\x7f\x00"} {
 		f.Add(s)
@@ -287,8 +287,8 @@ func FuzzASCIIIsNFC(f *testing.F) {
 		for i := 0; i < len(s); i++ {
 			want = want && s[i] < 0x80
 		}
-		if got := isASCII(s); got != want {
-			t.Fatalf("isASCII(%q) = %v, want %v", s, got, want)
+		if got := capability.IsASCII(s); got != want {
+			t.Fatalf("IsASCII(%q) = %v, want %v", s, got, want)
 		}
 		if want && !norm.NFC.IsNormalString(s) {
 			t.Fatalf("%q is ASCII but not NFC", s)

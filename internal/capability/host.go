@@ -249,7 +249,7 @@ func parseHost(input string, opaque bool) (urlHost, error) {
 // does not decode to a valid U-label).
 func domainToASCII(raw, domain string) (string, error) {
 	var result string
-	if isASCII(domain) && !hasACELabel(domain) {
+	if IsASCII(domain) && !hasACELabel(domain) {
 		// UTS #46 maps an ASCII name without Punycode labels to its lower
 		// case, and the URL Standard says so outright.
 		result = lowerASCII(domain)
@@ -259,7 +259,7 @@ func domainToASCII(raw, domain string) (string, error) {
 		if err != nil {
 			return "", hostErr(raw, "IDNA: %v", err)
 		}
-		if isASCII(domain) {
+		if IsASCII(domain) {
 			if result != lowerASCII(domain) {
 				return "", hostErr(raw, "IDNA changed an ASCII name to %q", result)
 			}
@@ -486,15 +486,6 @@ func hostClasses(host string, addr netip.Addr) Class {
 		return ClassOf(addr)
 	}
 	return NameClass(host)
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 func isDigits(s string) bool {

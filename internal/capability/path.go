@@ -243,6 +243,25 @@ func trimSlashes(p string) string {
 	return p
 }
 
+// IsASCII reports whether s is ASCII, eight bytes at a time.
+func IsASCII(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if load64(s, i)&bytes80 != 0 {
+			return false
+		}
+	}
+	if i < len(s) && len(s) >= 8 { // the rest, in the word that ends s
+		return load64(s, len(s)-8)&bytes80 == 0
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // asciiNoNUL reports whether s is ASCII without a NUL byte, eight bytes at a
 // time: such a string is valid UTF-8 and needs no search for NUL.
 func asciiNoNUL(s string) bool {

@@ -28,10 +28,6 @@ const (
 	RuleUnattended  = "aegis:unattended"
 )
 
-func refuse(rule string, format string, a ...any) Verdict {
-	return deny(refusal(rule, format, a...))
-}
-
 // refusal is the error of a refusal by one of aegis's own rules.
 func refusal(rule string, format string, a ...any) error {
 	return &Refusal{Rule: rule, Err: fmt.Errorf(format, a...)}
@@ -76,31 +72,15 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 	}
 	doc := sc.doc
 	root := doc.Root()
-	if applies, err := t.caseCheckFlat(root); applies {
-		if err != nil {
+	edits := t != nil && len(t.Set)+len(t.Clear)+len(t.Identity) > 0
+	if edits {
+		// Compiled before the case check reads t.flat and t.touched, which
+		// the compile writes (under its sync.Once).
+		if err := t.compiled(); err != nil {
+			return nil, refusal(RuleShape, "%v", err)
+		}
+		if err := t.caseChecks(root); err != nil {
 			return nil, err
-		}
-	} else if t != nil {
-		for _, f := range t.Identity {
-			found := false
-			f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
-			if _, variant := f.Pointer.CaseVariant(root); found || variant {
-				return nil, refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
-			}
-		}
-		// A key that differs from a pinned or cleared field's only in case
-		// would survive the edit, and a server matching keys without case
-		// (Go's encoding/json, ASP.NET) would read it as that field.
-		for i := range t.Set {
-			if key, ok := t.Set[i].Pointer.CaseVariant(root); ok {
-				a := &t.Set[i]
-				return nil, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key, a.Pointer)
-			}
-		}
-		for _, p := range t.Clear {
-			if key, ok := p.CaseVariant(root); ok {
-				return nil, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key, p)
-			}
 		}
 	}
 	var tree *jnode
@@ -117,11 +97,8 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 			root = doc.Root()
 		}
 	}
-	if t == nil || len(t.Set)+len(t.Clear)+len(t.Identity) == 0 {
+	if !edits {
 		return out, nil
-	}
-	if err := t.compiled(); err != nil {
-		return nil, refusal(RuleShape, "%v", err)
 	}
 	if t.flat && root.Kind() == args.Object {
 		return e.shapeFlat(c, t, sc, root, len(out))
@@ -160,6 +137,35 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 // pointer up apart, and gives the same answer: an identity field present as
 // written or in another case, then for each pinned and each cleared field a
 // key naming it but for case while no key names it exactly, in that order.
+
+// caseChecks refuses arguments that supply an identity field, or a key
+// that differs from a pinned or cleared field's only in case: such a key
+// would survive the edit, and a server matching keys without case (Go's
+// encoding/json, ASP.NET) would read it as that field. t must be compiled.
+func (t *Tool) caseChecks(root args.Value) error {
+	if applies, err := t.caseCheckFlat(root); applies {
+		return err
+	}
+	for _, f := range t.Identity {
+		found := false
+		f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
+		if _, variant := f.Pointer.CaseVariant(root); found || variant {
+			return refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
+		}
+	}
+	for i := range t.Set {
+		if key, ok := t.Set[i].Pointer.CaseVariant(root); ok {
+			return refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key, t.Set[i].Pointer)
+		}
+	}
+	for _, p := range t.Clear {
+		if key, ok := p.CaseVariant(root); ok {
+			return refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key, p)
+		}
+	}
+	return nil
+}
+
 // applies is false when it does not apply.
 func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
 	if t == nil || !t.flat || len(t.touched) > 8 || root.Kind() != args.Object {

@@ -59,7 +59,7 @@ func (c *cand) pass(e *evaluator) bool {
 }
 
 // passCap reports whether the candidate's capability signature fits
-// (capSigOK). Only net.connect capabilities have one: every other kind,
+// (sigOK's test on the two 32-bit capability lanes). Only net.connect capabilities have one: every other kind,
 // and the action, pass, so only the net.connect lists check it.
 func (c *cand) passCap(e *evaluator) bool {
 	return nonzero32(c.capSig&e.capSig) == c.capLanes
@@ -260,8 +260,6 @@ func (k *keyMap) get(key string) []cand {
 		}
 	}
 }
-
-func (k *keyMap) empty() bool { return k.keys.n == 0 }
 
 // appendOnce appends candOf(r, k, d) unless r is already last: a rule
 // listing a key twice is indexed once under it.

@@ -229,7 +229,6 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 		return nil
 	}
 	r.mask = r.callMask()
-	r.lists = len(r.servers) > 0 || len(r.tools) > 0 || r.principals != nil || r.roles != nil
 	if len(r.roles) == 1 && len(r.roles[0]) <= 16 {
 		r.role = keyOf(r.roles[0]) // checked by evaluator.hasRole (needRole)
 	}

@@ -65,10 +65,6 @@ type rule struct {
 	programs globs
 	idKinds  []string
 
-	// lists is set if the rule has a call matcher that is a list (server,
-	// tool, principal, role): callLists has something to check.
-	lists bool
-
 	when *condition
 	info *Rule
 }

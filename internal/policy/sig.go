@@ -145,10 +145,4 @@ func sigOK(rule, req uint64) bool {
 // nonzero16 sets the high bit of each non-zero 16-bit lane of v.
 func nonzero16(v uint64) uint64 { return ((v & low16) + low16 | v) & high16 }
 
-// capSigOK is sigOK for the two 32-bit capability lanes.
-func capSigOK(rule, c uint64) bool {
-	x := rule & c
-	return nonzero32(rule)&^nonzero32(x) == 0
-}
-
 func nonzero32(v uint64) uint64 { return ((v & low32) + low32 | v) & high32 }

@@ -109,7 +109,7 @@ func (w *rewriter) value(v args.Value) error {
 			k, m := v.Member(i)
 			w.out = append(args.AppendString(w.out, w.x.Neutralise(k)), ':')
 			n := len(w.path)
-			w.path = appendToken(append(w.path, '/'), k)
+			w.path = args.AppendToken(append(w.path, '/'), k)
 			if w.x.needs(k) {
 				w.mark()
 			}
@@ -167,19 +167,4 @@ func (x Syntax) collision(v args.Value) (i, j int, dup bool) {
 		seen[n] = j
 	}
 	return 0, 0, false
-}
-
-// appendToken appends key as an RFC 6901 reference token: '~' as "~0", '/' as "~1".
-func appendToken(dst []byte, key string) []byte {
-	for i := 0; i < len(key); i++ {
-		switch key[i] {
-		case '~':
-			dst = append(dst, '~', '0')
-		case '/':
-			dst = append(dst, '~', '1')
-		default:
-			dst = append(dst, key[i])
-		}
-	}
-	return dst
 }
