@@ -55,12 +55,17 @@ type Log struct {
 	pub     ed25519.PublicKey
 	lock    *os.File
 
-	mu     sync.RWMutex // held for reading while sending to queue
-	closed bool
-	queue  chan *request
-	quit   chan struct{}
-	done   chan struct{}
-	failed atomic.Pointer[error]
+	// mu guards closed and the pending batch, which Appends join and the
+	// writer takes whole (commit.go).
+	mu      sync.Mutex
+	closed  bool
+	pending *batch
+	full    chan struct{} // closed when the writer takes a full pending batch
+	waiting bool          // an Append waits on full
+	wake    chan struct{} // a request joined an empty pending batch (capacity 1)
+	quit    chan struct{}
+	done    chan struct{}
+	failed  atomic.Pointer[error]
 
 	// Owned by the writer goroutine.
 	next     uint64
@@ -70,9 +75,6 @@ type Log struct {
 	size     int64
 	closeErr error
 
-	batches chan *batch // answered batches, for reuse
-	notify  chan *batch // from the writer to the notifier
-
 	entries   atomic.Uint64
 	commits   atomic.Uint64
 	largest   atomic.Int64
@@ -80,21 +82,19 @@ type Log struct {
 }
 
 type request struct {
-	buf  []byte // the canonical encoding, less prev and seq
-	t    template
-	pre  hash.Hash // SHA-256 of the domain and buf up to prev; nil to hash the whole line
-	sum  []byte    // for pre.Sum
-	done chan result
+	buf []byte // the canonical encoding, less prev and seq
+	t   template
+	pre hash.Hash // SHA-256 of the domain and buf up to prev; nil to hash the whole line
+	sum []byte    // for pre.Sum
 }
 
 type result struct {
 	seq        uint64
 	prev, hash Digest
-	err        error
 }
 
 var requests = sync.Pool{New: func() any {
-	return &request{pre: sha256.New(), sum: make([]byte, 0, sha256.Size), done: make(chan result, 1)}
+	return &request{pre: sha256.New(), sum: make([]byte, 0, sha256.Size)}
 }}
 
 // Open opens the chain in dir for appending, creating the directory, the
@@ -139,7 +139,9 @@ func Open(dir string, opts *Options) (*Log, error) {
 		unlockDir(lock)
 		return nil, err
 	}
-	l.queue = make(chan *request, 4*l.batch)
+	l.pending = newBatch()
+	l.full = make(chan struct{})
+	l.wake = make(chan struct{}, 1)
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
 	l.start()
@@ -237,34 +239,67 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	r.pre.Write(entryDomain)
 	r.pre.Write(r.buf[:r.t.prevAt])
 
-	l.mu.RLock()
-	if l.closed {
-		l.mu.RUnlock()
+	b, i, err := l.join(ctx, r)
+	if err != nil {
 		requests.Put(r)
-		return 0, hash, ErrClosed
+		return 0, hash, err
 	}
-	select {
-	case l.queue <- r:
-	case <-ctx.Done():
-		l.mu.RUnlock()
-		requests.Put(r)
-		return 0, hash, ctx.Err()
-	}
-	l.mu.RUnlock()
-
-	select {
-	case res := <-r.done:
-		requests.Put(r)
-		if res.err != nil {
-			return 0, hash, res.err
+	if done := ctx.Done(); done == nil {
+		<-b.done
+	} else {
+		select {
+		case <-b.done:
+		case <-done:
+			// The writer still owns r and will commit it; r is left to
+			// the garbage collector.
+			b.release()
+			return 0, hash, ctx.Err()
 		}
-		e.V, e.Seq, e.Prev, e.Hash = Version, res.seq, res.prev, res.hash
-		return res.seq, res.hash, nil
-	case <-ctx.Done():
-		// The writer still owns r and will answer into its buffered
-		// channel; r is left to the garbage collector.
-		return 0, hash, ctx.Err()
 	}
+	res, err := b.res[i], b.err
+	b.release()
+	requests.Put(r)
+	if err != nil {
+		return 0, hash, err
+	}
+	e.V, e.Seq, e.Prev, e.Hash = Version, res.seq, res.prev, res.hash
+	return res.seq, res.hash, nil
+}
+
+// join adds r to the pending batch and returns the batch and r's place in it.
+// While the pending batch is full it waits for the writer to take it.
+func (l *Log) join(ctx context.Context, r *request) (*batch, int, error) {
+	l.mu.Lock()
+	for {
+		if l.closed {
+			l.mu.Unlock()
+			return nil, 0, ErrClosed
+		}
+		if len(l.pending.reqs) < l.batch {
+			break
+		}
+		l.waiting = true
+		full := l.full
+		l.mu.Unlock()
+		select {
+		case <-full:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	b := l.pending
+	i := len(b.reqs)
+	b.reqs = append(b.reqs, r)
+	b.refs.Add(1)
+	if i == 0 {
+		select {
+		case l.wake <- struct{}{}:
+		default: // the writer has a wake pending already
+		}
+	}
+	l.mu.Unlock()
+	return b, i, nil
 }
 
 // Stats are counters of a Log since Open.
