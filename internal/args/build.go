@@ -3,6 +3,7 @@ package args
 import (
 	"errors"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Builder writes a new arguments object and decodes it as it writes: [Builder.End]
@@ -25,9 +26,26 @@ type Builder struct {
 	values int // values added, the object included, as Decode counts them
 	n      int // members written
 	err    error
+
+	// What End must check for keys that name the same member. The members
+	// kept from one object of a finished Doc, each once, are distinct by that
+	// object's own check, and every value copied from a finished Doc holds
+	// only checked objects (a Doc that a Builder is still writing is refused):
+	// while trust holds, End compares only the pairs of the new object's members
+	// that are not both kept. Anything else (a second source object, a member
+	// kept twice, a member kept at index or position 64 or more) ends trust, and
+	// End checks every object as Decode does; so does an object of more than 64
+	// members.
+	trust    bool
+	keepFrom Value  // the object members were kept from (its d nil before the first Keep)
+	kept     uint64 // the indices in keepFrom of the members kept
+	fromKeep uint64 // the positions in the new object of the members kept
 }
 
-var errSameDoc = errors.New("args: Builder: a copied value is of the Doc being built")
+var (
+	errSameDoc  = errors.New("args: Builder: a copied value is of the Doc being built")
+	errBuilding = errors.New("args: Builder: a copied value is of a Doc another Builder is still writing")
+)
 
 // Begin starts an object in d, replacing what d held, as Decode does: Values handed out
 // from d go stale. The object's text is written over dst's storage. d MUST NOT be the Doc
@@ -35,7 +53,8 @@ var errSameDoc = errors.New("args: Builder: a copied value is of the Doc being b
 func (b *Builder) Begin(d *Doc, dst []byte, lim *Limits) {
 	d.gen++
 	d.reset()
-	*b = Builder{d: d, out: append(dst[:0], '{'), l: lim.resolve(), values: 1}
+	d.building = true
+	*b = Builder{d: d, out: append(dst[:0], '{'), l: lim.resolve(), values: 1, trust: true}
 	d.frames = append(d.frames, frame{node: d.add(node{start: 0, kind: Object}), base: 0})
 }
 
@@ -52,6 +71,9 @@ func (b *Builder) Member(key string, v Value) {
 		return
 	case v.d == b.d:
 		b.err = errSameDoc
+		return
+	case v.d.building:
+		b.err = errBuilding
 		return
 	}
 	b.key(key)
@@ -78,6 +100,11 @@ func (b *Builder) Keep(obj Value, i int) {
 		b.err = errSameDoc
 		return
 	}
+	if obj.d.building {
+		b.err = errBuilding
+		return
+	}
+	b.noteKeep(obj, i)
 	src := obj.d
 	k, v := src.kids[int(n.a)+2*i], src.kids[int(n.a)+2*i+1]
 	kn, vn := &src.nodes[k], &src.nodes[v]
@@ -109,6 +136,24 @@ func (b *Builder) Keep(obj Value, i int) {
 	b.copy(src, v, delta)
 }
 
+// noteKeep records that member i of obj becomes the next member written, for End's
+// check of the keys.
+func (b *Builder) noteKeep(obj Value, i int) {
+	switch {
+	case !b.trust:
+	case i >= 64 || b.n >= 64:
+		b.trust = false
+	case b.keepFrom.d == nil:
+		b.keepFrom = obj
+	case b.keepFrom != obj || b.kept&(1<<i) != 0:
+		b.trust = false
+	}
+	if b.trust {
+		b.kept |= 1 << i
+		b.fromKeep |= 1 << b.n
+	}
+}
+
 // StringMember appends the member key with the string value s.
 func (b *Builder) StringMember(key, s string) {
 	if b.err != nil {
@@ -122,14 +167,22 @@ func (b *Builder) StringMember(key, s string) {
 
 // End closes the object and returns its text, the arguments as d now holds them. On an
 // error d holds no document, as after a failed Decode.
+//
+// The text returned is d's own source text, not a copy: it MUST NOT be modified while d
+// holds the document, nor while strings read from d's Values are in use.
 func (b *Builder) End() ([]byte, error) {
 	d := b.d
+	d.building = false
 	if b.err == nil {
 		b.out = append(b.out, '}')
 		if !b.overBytes() {
 			d.close(len(b.out))
-			d.src = string(b.out)
-			b.err = d.finish()
+			d.src = unsafe.String(unsafe.SliceData(b.out), len(b.out))
+			if b.trust && b.n <= 64 {
+				b.err = d.finishBuilt(b.fromKeep)
+			} else {
+				b.err = d.finish()
+			}
 		}
 	}
 	if b.err != nil {

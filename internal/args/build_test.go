@@ -2,6 +2,7 @@ package args
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -226,6 +227,208 @@ func FuzzSameKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string) {
 		if got, want := sameKey(a, b), a == b || strings.EqualFold(a, b); got != want {
 			t.Fatalf("sameKey(%q, %q) = %v, want %v", a, b, got, want)
+		}
+	})
+}
+
+// TestBuilderKeepFromOneObject: members kept from one checked object skip the check
+// among themselves; every other pair of keys that name the same member is still
+// refused, and so is any way around the shortcut.
+func TestBuilderKeepFromOneObject(t *testing.T) {
+	type op struct {
+		keep int    // index to keep from the first source's root, when key is ""
+		key  string // a string member with this key, when set
+		from int    // keep from source 1 (another Doc) or 2 (the nested object of source 0)
+	}
+	src0 := `{"path":"/a","head":1,"PAth2":"x","inner":{"path":"/b","z":1}}`
+	src1 := `{"path":"/c","tail":2}`
+	tests := []struct {
+		name    string
+		ops     []op
+		wantErr bool
+	}{
+		{"every member kept", []op{{keep: 0}, {keep: 1}, {keep: 2}, {keep: 3}}, false},
+		{"some kept, one added", []op{{keep: 0}, {keep: 1}, {key: "encoding"}}, false},
+		{"added equals a kept key", []op{{keep: 0}, {keep: 1}, {key: "path"}}, true},
+		{"added differs from a kept key only in case", []op{{keep: 0}, {key: "PATH"}}, true},
+		{"added before the kept key it equals", []op{{key: "head"}, {keep: 0}, {keep: 1}}, true},
+		{"added folds to a kept key (Kelvin sign)", []op{{keep: 0}, {key: "inner"}, {key: "\u212aey"}, {key: "key"}}, true},
+		{"two added keys alike", []op{{keep: 0}, {key: "x"}, {key: "X"}}, true},
+		{"one member kept twice", []op{{keep: 0}, {keep: 1}, {keep: 0}}, true},
+		{"a kept key of another Doc", []op{{keep: 0}, {keep: 0, from: 1}}, true},
+		{"another Doc's other key", []op{{keep: 0}, {keep: 1, from: 1}}, false},
+		{"a kept key of a nested object", []op{{keep: 0}, {keep: 0, from: 2}}, true},
+		{"the nested object's other key", []op{{keep: 0}, {keep: 1, from: 2}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var docs [2]Doc
+			for i, s := range []string{src0, src1} {
+				if err := docs[i].Decode([]byte(s), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			inner, _ := docs[0].Root().Lookup("inner")
+			objs := []Value{docs[0].Root(), docs[1].Root(), inner}
+			var d Doc
+			var b Builder
+			b.Begin(&d, nil, nil)
+			for _, o := range tt.ops {
+				if o.key != "" {
+					b.StringMember(o.key, "v")
+				} else {
+					b.Keep(objs[o.from], o.keep)
+				}
+			}
+			out, err := b.End()
+			var ref Doc
+			refErr := ref.Decode(out, nil)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("End: %v (text %s), want error %v", err, out, tt.wantErr)
+			}
+			if err == nil && refErr != nil {
+				t.Fatalf("End accepted %s, which Decode refuses: %v", out, refErr)
+			}
+		})
+	}
+}
+
+// TestBuilderManyMembers: past 64 members the shortcut gives way to the full check,
+// which still finds keys alike among the last members.
+func TestBuilderManyMembers(t *testing.T) {
+	var text strings.Builder
+	text.WriteByte('{')
+	for i := range 70 {
+		if i > 0 {
+			text.WriteByte(',')
+		}
+		text.WriteString(`"k` + strconv.Itoa(i) + `":1`)
+	}
+	text.WriteByte('}')
+	var src, d Doc
+	if err := src.Decode([]byte(text.String()), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, dup := range []string{"k3", "K69", "k68"} {
+		var b Builder
+		b.Begin(&d, nil, nil)
+		for i := range 70 {
+			b.Keep(src.Root(), i)
+		}
+		b.StringMember(dup, "x")
+		if _, err := b.End(); err == nil {
+			t.Errorf("a member %q after 70 kept ones was accepted", dup)
+		}
+	}
+	var b Builder
+	b.Begin(&d, nil, nil)
+	for i := range 66 {
+		b.StringMember("s"+strconv.Itoa(i), "x")
+	}
+	b.StringMember("S65", "x")
+	if _, err := b.End(); err == nil {
+		t.Error("two string members alike after 66 members were accepted")
+	}
+}
+
+// TestBuilderRefusesADocBeingBuilt: a value of a Doc that another Builder is still
+// writing holds objects nobody has checked; it is refused.
+func TestBuilderRefusesADocBeingBuilt(t *testing.T) {
+	var src, a, d Doc
+	if err := src.Decode([]byte(`{"o":{"x":1,"X":2}}`), nil); err == nil {
+		t.Fatal("Decode accepted keys alike")
+	}
+	if err := src.Decode([]byte(`{"p":1,"q":2}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	var ba, bd Builder
+	ba.Begin(&a, nil, nil)
+	ba.Keep(src.Root(), 0)
+	bd.Begin(&d, nil, nil)
+	bd.Member("a", a.Root())
+	if _, err := bd.End(); err == nil {
+		t.Error("Member took a value of a Doc being built")
+	}
+	bd.Begin(&d, nil, nil)
+	bd.Keep(a.Root(), 0)
+	if _, err := bd.End(); err == nil {
+		t.Error("Keep took a value of a Doc being built")
+	}
+	if _, err := ba.End(); err != nil {
+		t.Fatal(err)
+	}
+	bd.Begin(&d, nil, nil)
+	bd.Member("a", a.Root())
+	if out, err := bd.End(); err != nil || string(out) != `{"a":{"p":1}}` {
+		t.Errorf("after End, Member gave %s, %v", out, err)
+	}
+}
+
+// FuzzBuilderKeep holds End's shortcut for members kept from one object to Decode:
+// members kept from a fuzzed document's root (any index, any number of times), from
+// a nested object, and string members under fuzzed keys, in a fuzzed order, must give
+// a text that Decode reads to the same document, and fail exactly when Decode fails.
+func FuzzBuilderKeep(f *testing.F) {
+	f.Add([]byte(`{"path":"/a","head":1,"o":{"path":1}}`), []byte{0, 1, 0x80, 0x41}, "PATH", "x")
+	f.Add([]byte(`{"a":1,"b":2}`), []byte{0, 0}, "a", "b")
+	f.Add([]byte(`{"k":1,"o":{"K":2}}`), []byte{0, 0xc0}, "\u212a", "k")
+	f.Fuzz(func(t *testing.T, data, ops []byte, k1, k2 string) {
+		var src Doc
+		if src.Decode(data, nil) != nil {
+			return
+		}
+		root := src.Root()
+		var nested Value
+		for _, v := range root.Members() {
+			if v.Kind() == Object {
+				nested = v
+				break
+			}
+		}
+		var d Doc
+		var b Builder
+		b.Begin(&d, nil, nil)
+		text := []byte{'{'} // the reference: what the Builder should write
+		add := func(key string, raw string) {
+			if len(text) > 1 {
+				text = append(text, ',')
+			}
+			text = append(AppendString(text, key), ':')
+			text = append(text, raw...)
+		}
+		keep := func(obj Value, i int) {
+			b.Keep(obj, i)
+			k, v := obj.Member(i)
+			add(k, v.Raw())
+		}
+		for _, o := range ops {
+			switch {
+			case o&0xc0 == 0xc0 && nested.Kind() == Object && nested.Len() > 0:
+				keep(nested, int(o&0x3f)%nested.Len())
+			case o&0x80 != 0:
+				k := []string{k1, k2}[o&1]
+				b.StringMember(k, "v")
+				add(k, `"v"`)
+			case root.Len() > 0:
+				keep(root, int(o)%root.Len())
+			}
+		}
+		text = append(text, '}')
+		out, err := b.End()
+		var want Doc
+		wantErr := want.Decode(text, nil)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("Builder error %v, Decode of %s error %v", err, text, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		var ref Doc
+		if rerr := ref.Decode(out, nil); rerr != nil {
+			t.Fatalf("End accepted %s, which Decode refuses: %v", out, rerr)
+		}
+		if diff := cmp.Diff(snapshot(&ref), snapshot(&d), cmp.AllowUnexported(node{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("the built Doc differs from Decode of its text (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -26,6 +26,8 @@ type Doc struct {
 	frames []frame // containers still open, innermost last
 	objs   []int32 // objects with two members or more, for the duplicate key check
 	gen    uint32  // bumped by each Decode, so older Values go stale
+	// building is set while a Builder writes d: its objects are not checked yet.
+	building bool
 }
 
 // node is one value or object key. Spans are offsets; int32 is enough under MaxBytes.
@@ -62,6 +64,7 @@ type frame struct {
 func (d *Doc) Decode(data []byte, lim *Limits) error {
 	d.gen++
 	d.reset()
+	d.building = false
 	l := lim.resolve()
 	if len(data) == 0 {
 		return syntaxError(0, "empty input; arguments must be a JSON object")
@@ -288,6 +291,31 @@ func (d *Doc) finish() error {
 	for _, o := range d.objs {
 		if err := d.checkKeys(&d.nodes[o]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// finishBuilt is finish for a Builder's document whose every object but the root is a
+// copy of a checked one, and whose root's members at the positions set in kept (all below
+// 64) were kept from one checked object, each once: those are distinct already, and only
+// the pairs with another member are compared.
+func (d *Doc) finishBuilt(kept uint64) error {
+	if len(d.buf) > 0 {
+		d.esc = string(d.buf)
+	}
+	n := &d.nodes[0]
+	kids := d.kids[n.a : n.a+2*n.b]
+	for x := 2; x < len(kids); x += 2 {
+		kx := d.text(kids[x])
+		xKept := kept&(1<<(x/2)) != 0
+		for y := 0; y < x; y += 2 {
+			if xKept && kept&(1<<(y/2)) != 0 {
+				continue
+			}
+			if ky := d.text(kids[y]); !differAtFirst(ky, kx) && sameKeyFolded(ky, kx) {
+				return d.duplicate(kids[y], kids[x])
+			}
 		}
 	}
 	return nil
