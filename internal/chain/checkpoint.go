@@ -68,7 +68,7 @@ func appendCheckpoint(dst []byte, c *checkpoint) []byte {
 	dst = append(dst, `{"checkpoint":`...)
 	dst = strconv.AppendUint(dst, c.seq, 10)
 	dst = append(dst, `,"hash":"`...)
-	dst = hex.AppendEncode(dst, c.hash[:])
+	dst = appendHex32(dst, &c.hash)
 	dst = append(dst, `","key":"`...)
 	dst = hex.AppendEncode(dst, c.key[:])
 	dst = append(dst, `","sig":"`...)

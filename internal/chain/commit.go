@@ -2,7 +2,6 @@ package chain
 
 import (
 	"crypto/ed25519"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -218,7 +217,7 @@ func appendEntry(out []byte, h *hasher, r *request, prev Digest, seq uint64) ([]
 	start := len(out)
 	b, t := r.buf, r.t
 	out = append(out, b[:t.prevAt]...)
-	out = hex.AppendEncode(out, prev[:])
+	out = appendHex32(out, &prev)
 	out = append(out, b[t.prevAt:t.seqAt]...)
 	out = strconv.AppendUint(out, seq, 10)
 	out = append(out, b[t.seqAt:len(b)-1]...)

@@ -2,11 +2,11 @@ package chain
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // EntryDomain is the domain-separation prefix of an entry's hash:
@@ -41,90 +41,140 @@ type template struct {
 // passed check. With t non-nil it leaves out the prev digits and the seq
 // number and records where they go.
 func appendCanonical(dst []byte, e *Entry, t *template) []byte {
-	dst = append(dst, `{"args_hash":`...)
-	dst = appendOptDigest(dst, e.ArgsHash)
-	dst = append(dst, `,"bound":`...)
-	dst = strconv.AppendBool(dst, e.Bound)
-	dst = append(dst, `,"caps":[`...)
-	for i := range e.Caps {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = appendCap(dst, &e.Caps[i])
-	}
-	dst = append(dst, `],"decision":"`...)
-	dst = append(dst, e.Decision...)
-	dst = append(dst, `","envelope":`...)
-	dst = appendOptDigest(dst, e.Envelope)
-	dst = append(dst, `,"mode":"`...)
-	dst = append(dst, e.Mode...)
-	dst = append(dst, `","origin":`...)
-	dst = appendString(dst, e.Origin)
-	dst = append(dst, `,"policy_hash":`...)
-	dst = appendOptDigest(dst, e.PolicyHash)
-	dst = append(dst, `,"prev":"`...)
-	if t != nil {
-		t.prevAt = len(dst)
-	} else {
-		dst = hex.AppendEncode(dst, e.Prev[:])
-	}
-	dst = append(dst, `","principal":`...)
-	dst = appendString(dst, e.Principal)
-	dst = append(dst, `,"reason":`...)
-	dst = appendString(dst, e.Reason)
-	dst = append(dst, `,"roles":`...)
-	dst = appendStrings(dst, e.Roles)
-	dst = append(dst, `,"rules":`...)
-	dst = appendStrings(dst, e.Rules)
-	dst = append(dst, `,"seq":`...)
-	if t != nil {
-		t.seqAt = len(dst)
-	} else {
-		dst = strconv.AppendUint(dst, e.Seq, 10)
-	}
-	dst = append(dst, `,"server":`...)
-	dst = appendString(dst, e.Server)
-	dst = append(dst, `,"session":`...)
-	dst = appendString(dst, e.Session)
-	dst = append(dst, `,"taint":`...)
-	dst = strconv.AppendBool(dst, e.Taint)
-	dst = append(dst, `,"tier":`...)
-	dst = appendString(dst, e.Tier)
-	dst = append(dst, `,"time":"`...)
-	dst = appendTime(dst, e.Time)
-	dst = append(dst, `","tool":`...)
-	dst = appendString(dst, e.Tool)
-	dst = append(dst, `,"tool_schema_hash":`...)
-	dst = appendOptDigest(dst, e.ToolSchemaHash)
-	dst = append(dst, `,"v":`...)
-	dst = strconv.AppendUint(dst, Version, 10)
-	dst = append(dst, `,"would":"`...)
-	if e.Would != e.Decision {
-		dst = append(dst, e.Would...)
-	}
-	return append(dst, `"}`...)
+	w := encoder{b: dst}
+	w.entry(e, t)
+	return w.b
 }
 
-func appendCap(dst []byte, c *Cap) []byte {
-	dst = append(dst, '{')
+// encodeEntry is check and appendCanonical in one pass over e's strings: it
+// appends the canonical encoding of e to dst, or returns dst and the error
+// check finds when e is not recordable.
+func encodeEntry(dst []byte, e *Entry, t *template) ([]byte, error) {
+	w := encoder{b: dst}
+	w.entry(e, t)
+	if !w.bad {
+		return w.b, nil
+	}
+	if err := e.check(); err != nil {
+		return dst, err
+	}
+	// The encoder refused what check accepts: a bug, refused all the same.
+	return dst, fmt.Errorf("entry refused by the encoder, accepted by check")
+}
+
+// encoder appends a canonical encoding to b. bad records that what it
+// wrote cannot be recorded: a string that is not UTF-8, or a decision,
+// mode, year or capability kind that check refuses.
+type encoder struct {
+	b   []byte
+	bad bool
+}
+
+func (w *encoder) entry(e *Entry, t *template) {
+	switch e.Decision {
+	case Allow, Deny, Ask:
+	default:
+		w.bad = true
+	}
+	switch e.Mode {
+	case Enforce, Shadow:
+	default:
+		w.bad = true
+	}
+	switch e.Would {
+	case "", Allow, Deny, Ask:
+	default:
+		w.bad = true
+	}
+	w.b = append(w.b, `{"args_hash":`...)
+	w.optDigest(e.ArgsHash)
+	w.b = append(w.b, `,"bound":`...)
+	w.b = strconv.AppendBool(w.b, e.Bound)
+	w.b = append(w.b, `,"caps":[`...)
+	for i := range e.Caps {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.capability(&e.Caps[i])
+	}
+	w.b = append(w.b, `],"decision":"`...)
+	w.b = append(w.b, e.Decision...)
+	w.b = append(w.b, `","envelope":`...)
+	w.optDigest(e.Envelope)
+	w.b = append(w.b, `,"mode":"`...)
+	w.b = append(w.b, e.Mode...)
+	w.b = append(w.b, `","origin":`...)
+	w.str(e.Origin)
+	w.b = append(w.b, `,"policy_hash":`...)
+	w.optDigest(e.PolicyHash)
+	w.b = append(w.b, `,"prev":"`...)
+	if t != nil {
+		t.prevAt = len(w.b)
+	} else {
+		w.b = appendHex32(w.b, &e.Prev)
+	}
+	w.b = append(w.b, `","principal":`...)
+	w.str(e.Principal)
+	w.b = append(w.b, `,"reason":`...)
+	w.str(e.Reason)
+	w.b = append(w.b, `,"roles":`...)
+	w.strs(e.Roles)
+	w.b = append(w.b, `,"rules":`...)
+	w.strs(e.Rules)
+	w.b = append(w.b, `,"seq":`...)
+	if t != nil {
+		t.seqAt = len(w.b)
+	} else {
+		w.b = strconv.AppendUint(w.b, e.Seq, 10)
+	}
+	w.b = append(w.b, `,"server":`...)
+	w.str(e.Server)
+	w.b = append(w.b, `,"session":`...)
+	w.str(e.Session)
+	w.b = append(w.b, `,"taint":`...)
+	w.b = strconv.AppendBool(w.b, e.Taint)
+	w.b = append(w.b, `,"tier":`...)
+	w.str(e.Tier)
+	w.b = append(w.b, `,"time":"`...)
+	var ok bool
+	w.b, ok = appendTime(w.b, e.Time)
+	w.bad = w.bad || !ok
+	w.b = append(w.b, `","tool":`...)
+	w.str(e.Tool)
+	w.b = append(w.b, `,"tool_schema_hash":`...)
+	w.optDigest(e.ToolSchemaHash)
+	w.b = append(w.b, `,"v":`...)
+	w.b = strconv.AppendUint(w.b, Version, 10)
+	w.b = append(w.b, `,"would":"`...)
+	if e.Would != e.Decision {
+		w.b = append(w.b, e.Would...)
+	}
+	w.b = append(w.b, `"}`...)
+}
+
+func (w *encoder) capability(c *Cap) {
+	if c.Kind == "" {
+		w.bad = true
+	}
+	w.b = append(w.b, '{')
 	sep := false
 	key := func(k string) {
 		if sep {
-			dst = append(dst, ',')
+			w.b = append(w.b, ',')
 		}
 		sep = true
-		dst = append(dst, '"')
-		dst = append(dst, k...)
-		dst = append(dst, `":`...)
+		w.b = append(w.b, '"')
+		w.b = append(w.b, k...)
+		w.b = append(w.b, `":`...)
 	}
 	if len(c.Argv) > 0 {
 		key("argv")
-		dst = appendStrings(dst, c.Argv)
+		w.strs(c.Argv)
 	}
 	str := func(k, v string) {
 		if v != "" {
 			key(k)
-			dst = appendString(dst, v)
+			w.str(v)
 		}
 	}
 	str("command", c.Command)
@@ -135,71 +185,80 @@ func appendCap(dst []byte, c *Cap) []byte {
 	str("path", c.Path)
 	if c.Port != 0 {
 		key("port")
-		dst = strconv.AppendUint(dst, uint64(c.Port), 10)
+		w.b = strconv.AppendUint(w.b, uint64(c.Port), 10)
 	}
 	str("program", c.Program)
 	str("scheme", c.Scheme)
 	if c.Shell {
 		key("shell")
-		dst = append(dst, "true"...)
+		w.b = append(w.b, "true"...)
 	}
 	str("url", c.URL)
-	return append(dst, '}')
+	w.b = append(w.b, '}')
 }
 
-func appendOptDigest(dst []byte, d Digest) []byte {
-	dst = append(dst, '"')
+func (w *encoder) optDigest(d Digest) {
+	w.b = append(w.b, '"')
 	if !d.IsZero() {
-		dst = hex.AppendEncode(dst, d[:])
+		w.b = appendHex32(w.b, &d)
 	}
-	return append(dst, '"')
+	w.b = append(w.b, '"')
 }
 
-func appendStrings(dst []byte, ss []string) []byte {
-	dst = append(dst, '[')
+func (w *encoder) strs(ss []string) {
+	w.b = append(w.b, '[')
 	for i, s := range ss {
 		if i > 0 {
-			dst = append(dst, ',')
+			w.b = append(w.b, ',')
 		}
-		dst = appendString(dst, s)
+		w.str(s)
 	}
-	return append(dst, ']')
+	w.b = append(w.b, ']')
 }
 
-// appendString appends s as a JCS string (RFC 8785 section 3.2.2.2, which
-// is ECMAScript's JSON.stringify): '"' and '\' are escaped, the control
+// str appends s as a JCS string (RFC 8785 section 3.2.2.2, which is
+// ECMAScript's JSON.stringify): '"' and '\' are escaped, the control
 // characters U+0000 to U+001F use \b \t \n \f \r or \u00xx with lower-case
 // hex, and everything else, U+007F and U+2028 included, is written as its
-// UTF-8 bytes. s must be valid UTF-8.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
+// UTF-8 bytes. If s is not valid UTF-8 it sets w.bad.
+func (w *encoder) str(s string) {
+	w.b = append(w.b, '"')
+	for {
+		n := plainRunString(s)
+		w.b = append(w.b, s[:n]...)
+		s = s[n:]
+		if len(s) == 0 {
+			break
+		}
+		c := s[0]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s)
+			if r == utf8.RuneError && size == 1 {
+				w.bad = true
+			}
+			w.b = append(w.b, s[:size]...)
+			s = s[size:]
 			continue
 		}
-		dst = append(dst, s[start:i]...)
-		start = i + 1
+		s = s[1:]
 		switch c {
 		case '"', '\\':
-			dst = append(dst, '\\', c)
+			w.b = append(w.b, '\\', c)
 		case '\b':
-			dst = append(dst, `\b`...)
+			w.b = append(w.b, `\b`...)
 		case '\t':
-			dst = append(dst, `\t`...)
+			w.b = append(w.b, `\t`...)
 		case '\n':
-			dst = append(dst, `\n`...)
+			w.b = append(w.b, `\n`...)
 		case '\f':
-			dst = append(dst, `\f`...)
+			w.b = append(w.b, `\f`...)
 		case '\r':
-			dst = append(dst, `\r`...)
+			w.b = append(w.b, `\r`...)
 		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 		}
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	w.b = append(w.b, '"')
 }
 
 const hexDigits = "0123456789abcdef"
@@ -208,8 +267,9 @@ const hexDigits = "0123456789abcdef"
 // digits, so that one instant has one encoding.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// appendTime appends t in timeLayout. The year must be 0000 to 9999.
-func appendTime(dst []byte, t time.Time) []byte {
+// appendTime appends t in timeLayout; ok is false if its year (in UTC) is
+// outside 0000-9999, which the layout cannot hold.
+func appendTime(dst []byte, t time.Time) (out []byte, ok bool) {
 	t = t.UTC()
 	y, mo, d := t.Date()
 	h, mi, s := t.Clock()
@@ -226,7 +286,7 @@ func appendTime(dst []byte, t time.Time) []byte {
 	dst = appendDigits(dst, s, 2)
 	dst = append(dst, '.')
 	dst = appendDigits(dst, t.Nanosecond(), 9)
-	return append(dst, 'Z')
+	return append(dst, 'Z'), 0 <= y && y <= 9999
 }
 
 func appendDigits(dst []byte, v, width int) []byte {
@@ -281,7 +341,7 @@ const hashSuffixLen = len(`,"hash":""}`) + 64
 // encoding less its closing brace) dst already holds.
 func appendLineSuffix(dst []byte, h Digest) []byte {
 	dst = append(dst, `,"hash":"`...)
-	dst = hex.AppendEncode(dst, h[:])
+	dst = appendHex32(dst, &h)
 	return append(dst, "\"}\n"...)
 }
 
@@ -289,13 +349,14 @@ func appendLineSuffix(dst []byte, h Digest) []byte {
 // computed over (without the domain prefix). It fails if e could not be
 // recorded (an unknown decision, a string that is not UTF-8, ...).
 func (e *Entry) Canonical() ([]byte, error) {
-	if err := e.check(); err != nil {
+	c, err := encodeEntry(nil, e, nil)
+	if err != nil {
 		return nil, fmt.Errorf("chain: encoding entry: %w", err)
 	}
 	if e.Seq > MaxSeq {
 		return nil, fmt.Errorf("chain: encoding entry: seq %d above %d", e.Seq, uint64(MaxSeq))
 	}
-	return appendCanonical(nil, e, nil), nil
+	return c, nil
 }
 
 // ComputeHash returns the hash of e's canonical encoding, the value its Hash

@@ -334,3 +334,105 @@ func TestCheckpointLine(t *testing.T) {
 		}
 	}
 }
+
+// TestEncoderRefusesWhatCheckRefuses holds the encoder's own checks, made
+// as it writes, to check: strings that are not UTF-8 at every place the
+// word-at-a-time scan can meet them, and the fields check refuses.
+func TestEncoderRefusesWhatCheckRefuses(t *testing.T) {
+	strs := []struct {
+		name string
+		s    string
+	}{
+		{"empty", ""},
+		{"plain", "alice@example.com"},
+		{"U+FFFD itself", "\xef\xbf\xbd"},
+		{"U+FFFD after 8 plain bytes", "abcdefgh\xef\xbf\xbd"},
+		{"U+10FFFF", "\xf4\x8f\xbf\xbf"},
+		{"escapes and controls", "\"\\\x00\x1f\x7f\u2028"},
+		{"lone continuation", "\x80"},
+		{"0xff at 7", "abcdefg\xff"},
+		{"0xff at 8", "abcdefgh\xff"},
+		{"0xff at 15 after an escape", "\"bcdefghijklmn\xff"},
+		{"cut 2-byte sequence at the end", "abcdefgh\xc3"},
+		{"cut 3-byte sequence", "abc\xe2\x82xyz"},
+		{"overlong NUL", "\xc0\x80"},
+		{"overlong slash", "\xe0\x80\xaf"},
+		{"surrogate half", "\xed\xa0\x80"},
+		{"above U+10FFFF", "\xf4\x90\x80\x80"},
+		{"0xfe", "\xfe"},
+	}
+	places := []struct {
+		name string
+		put  func(*Entry, string)
+	}{
+		{"session", func(e *Entry, s string) { e.Session = s }},
+		{"principal", func(e *Entry, s string) { e.Principal = s }},
+		{"origin", func(e *Entry, s string) { e.Origin = s }},
+		{"server", func(e *Entry, s string) { e.Server = s }},
+		{"tool", func(e *Entry, s string) { e.Tool = s }},
+		{"tier", func(e *Entry, s string) { e.Tier = s }},
+		{"reason", func(e *Entry, s string) { e.Reason = s }},
+		{"roles", func(e *Entry, s string) { e.Roles = []string{"dev", s} }},
+		{"rules", func(e *Entry, s string) { e.Rules = []string{s} }},
+		{"cap kind", func(e *Entry, s string) { e.Caps = []Cap{{Kind: "x" + s}} }},
+		{"cap path", func(e *Entry, s string) { e.Caps = []Cap{{Kind: "fs.read", Path: s}} }},
+		{"cap host", func(e *Entry, s string) { e.Caps = []Cap{{Kind: "net.connect", Scheme: s, Host: s, URL: s}} }},
+		{"cap argv", func(e *Entry, s string) { e.Caps = []Cap{{Kind: "exec", Program: "sh", Argv: []string{"sh", s}}} }},
+		{"cap command", func(e *Entry, s string) { e.Caps = []Cap{{Kind: "exec", Command: s}} }},
+		{"cap id", func(e *Entry, s string) { e.Caps = []Cap{{Kind: "id", IDKind: s, ID: s}} }},
+	}
+	for _, st := range strs {
+		for _, pl := range places {
+			t.Run(st.name+"/"+pl.name, func(t *testing.T) {
+				e := sample()
+				pl.put(e, st.s)
+				agree(t, e)
+			})
+		}
+	}
+	edits := []struct {
+		name string
+		edit func(*Entry)
+	}{
+		{"decision maybe", func(e *Entry) { e.Decision = "maybe" }},
+		{"decision empty", func(e *Entry) { e.Decision = "" }},
+		{"mode off", func(e *Entry) { e.Mode = "off" }},
+		{"would permit", func(e *Entry) { e.Would = "permit" }},
+		{"would deny", func(e *Entry) { e.Would = Deny }},
+		{"capability without kind", func(e *Entry) { e.Caps = []Cap{{Path: "/x"}} }},
+		{"second capability without kind", func(e *Entry) { e.Caps = []Cap{{Kind: "fs.read"}, {}} }},
+		{"year 10000", func(e *Entry) { e.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"year -1", func(e *Entry) { e.Time = time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"year 9999 in UTC, 10000 east of it", func(e *Entry) {
+			e.Time = time.Date(10000, 1, 1, 0, 30, 0, 0, time.FixedZone("+01", 3600))
+		}},
+		{"year 0", func(e *Entry) { e.Time = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC) }},
+	}
+	for _, tt := range edits {
+		t.Run(tt.name, func(t *testing.T) {
+			e := sample()
+			tt.edit(e)
+			agree(t, e)
+		})
+	}
+}
+
+// agree fails t unless encodeEntry and check accept or refuse e together,
+// with the same error, and an accepted e encodes as appendCanonical does.
+func agree(t *testing.T, e *Entry) {
+	t.Helper()
+	want := e.check()
+	got, err := encodeEntry([]byte("keep"), e, nil)
+	if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
+		t.Fatalf("encodeEntry error %v, check %v", err, want)
+	}
+	if err != nil {
+		if string(got) != "keep" {
+			t.Fatalf("encodeEntry refused but changed dst to %q", got)
+		}
+		return
+	}
+	if ref := appendCanonical([]byte("keep"), e, nil); !bytes.Equal(got, ref) {
+		t.Fatalf("encodeEntry wrote\n%s\nappendCanonical\n%s", got, ref)
+	}
+}

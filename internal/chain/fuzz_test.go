@@ -59,6 +59,7 @@ func FuzzCanonical(f *testing.F) {
 		for _, s := range []string{principal, path, host, prog, arg, roles} {
 			valid = valid && utf8.ValidString(s)
 		}
+		agree(t, e)
 		c, err := e.Canonical()
 		if !valid || e.Seq > MaxSeq || e.Time.UTC().Year() > 9999 || e.Time.UTC().Year() < 0 {
 			if err == nil {
@@ -278,6 +279,31 @@ func FuzzScan(f *testing.F) {
 		})
 		if mapped != next-1 || fmt.Sprint(merr) != fmt.Sprint(err) {
 			t.Fatalf("Scan: %d entries, %v; ScanMap: %d entries, %v", next-1, err, mapped, merr)
+		}
+	})
+}
+
+// FuzzEncodeString holds the encoder's word-at-a-time string writer to the
+// rune-by-rune reference, and its UTF-8 verdict to utf8.ValidString.
+func FuzzEncodeString(f *testing.F) {
+	f.Add("")
+	f.Add("abcdefgh\xff")
+	f.Add("\"\\\x00\x1f\x7f\u2028\xef\xbf\xbd")
+	f.Add("/home/alice/projects/aegis/internal/chain/file-1.go")
+	f.Fuzz(func(t *testing.T, s string) {
+		w := encoder{b: []byte("x")}
+		w.str(s)
+		if w.bad != !utf8.ValidString(s) {
+			t.Fatalf("str(%q): bad = %v", s, w.bad)
+		}
+		if w.bad {
+			return
+		}
+		var ref bytes.Buffer
+		ref.WriteByte('x')
+		refString(&ref, s)
+		if !bytes.Equal(w.b, ref.Bytes()) {
+			t.Fatalf("str(%q) = %s, want %s", s, w.b, ref.Bytes())
 		}
 	})
 }

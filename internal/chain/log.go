@@ -225,14 +225,16 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	if err := e.check(); err != nil {
+	r := requests.Get().(*request)
+	r.buf, err = encodeEntry(r.buf[:0], e, &r.t)
+	if err != nil {
+		requests.Put(r)
 		return 0, hash, fmt.Errorf("chain: append: %w", err)
 	}
 	if p := l.failed.Load(); p != nil {
+		requests.Put(r)
 		return 0, hash, *p
 	}
-	r := requests.Get().(*request)
-	r.buf = appendCanonical(r.buf[:0], e, &r.t)
 	// Hash what comes before prev here, on the appender's goroutine; the
 	// sequencer, which all entries go through, hashes only the rest.
 	r.pre.Reset()

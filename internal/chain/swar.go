@@ -67,3 +67,53 @@ func plainRun(b []byte) int {
 	}
 	return i
 }
+
+// plainRunString is plainRun for a string. A string of 8 bytes or more
+// ends with a word that overlaps the one before, not with a byte loop.
+func plainRunString(s string) int {
+	n := len(s)
+	if n < 8 {
+		i := 0
+		for i < n && plain[s[i]] {
+			i++
+		}
+		return i
+	}
+	for i := 0; ; i += 8 {
+		if i > n-8 {
+			i = n - 8 // the last word, overlapping: its bytes before i were plain
+		}
+		w := s[i : i+8] // one bounds check; the compiler makes one load of w
+		x := uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+			uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+		q := x ^ (ones * '"')
+		b := x ^ (ones * '\\')
+		if special := (x - ones*0x20 | x | (q-ones)&^q | (b-ones)&^b) & highs; special != 0 {
+			return i + bits.TrailingZeros64(special)>>3
+		}
+		if i == n-8 {
+			return n
+		}
+	}
+}
+
+// appendHex32 appends d as 64 lower-case hex digits, eight at a time: it is
+// hex.AppendEncode without a table lookup per digit.
+func appendHex32(dst []byte, d *Digest) []byte {
+	var out [64]byte
+	for i := range 8 {
+		binary.LittleEndian.PutUint64(out[8*i:], hexDigitsOf(binary.LittleEndian.Uint32(d[4*i:])))
+	}
+	return append(dst, out[:]...)
+}
+
+// hexDigitsOf spells the 4 bytes of x (the first in its low byte) as 8
+// lower-case hex digits, the first in the low byte of the result.
+func hexDigitsOf(x uint32) uint64 {
+	v := uint64(x)
+	v = (v | v<<16) & 0x0000ffff0000ffff
+	v = (v | v<<8) & 0x00ff00ff00ff00ff // byte i of x in byte 2i
+	n := v>>4&0x000f000f000f000f | (v&0x000f000f000f000f)<<8
+	letter := (n + ones*(0x80-10)) >> 7 & ones // n >= 10
+	return n + ones*'0' + letter*('a'-'0'-10)
+}

@@ -29,6 +29,14 @@ func FuzzSWAR(f *testing.F) {
 		if got := plainRun(b); got != want {
 			t.Fatalf("plainRun(%q) = %d, want %d", b, got, want)
 		}
+		if got := plainRunString(string(b)); got != want {
+			t.Fatalf("plainRunString(%q) = %d, want %d", b, got, want)
+		}
+		var d Digest
+		copy(d[:], b)
+		if got, want := appendHex32([]byte("x"), &d), hex.AppendEncode([]byte("x"), d[:]); !bytes.Equal(got, want) {
+			t.Fatalf("appendHex32(%x) = %s, want %s", d, got, want)
+		}
 	})
 }
 
@@ -44,6 +52,19 @@ func TestHex8Exhaustive(t *testing.T) {
 			valid := err == nil && (c < 'A' || c > 'F')
 			if ok != valid || (ok && !bytes.Equal(got[:], want)) {
 				t.Fatalf("hex8(%q) = %x, %v", b, got, ok)
+			}
+		}
+	}
+}
+
+func TestAppendHex32Exhaustive(t *testing.T) {
+	// Every byte value in every position of a word, the rest zero.
+	for pos := range 32 {
+		for c := range 256 {
+			var d Digest
+			d[pos] = byte(c)
+			if got, want := appendHex32(nil, &d), hex.AppendEncode(nil, d[:]); !bytes.Equal(got, want) {
+				t.Fatalf("appendHex32(%x) = %s, want %s", d, got, want)
 			}
 		}
 	}
