@@ -73,13 +73,15 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 	doc := sc.doc
 	root := doc.Root()
 	edits := t != nil && len(t.Set)+len(t.Clear)+len(t.Identity) > 0
+	var plan flatPlan // for a flat tool: the members the edit drops
 	if edits {
 		// Compiled before the case check reads t.flat and t.touched, which
 		// the compile writes (under its sync.Once).
 		if err := t.compiled(); err != nil {
 			return nil, refusal(RuleShape, "%v", err)
 		}
-		if err := t.caseChecks(root); err != nil {
+		var err error
+		if plan, err = t.caseChecks(root); err != nil {
 			return nil, err
 		}
 	}
@@ -95,13 +97,14 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 				return nil, refusal(RuleShape, "the neutralised arguments: %v", err)
 			}
 			root = doc.Root()
+			plan = flatPlan{} // of the members before the rewrite
 		}
 	}
 	if !edits {
 		return out, nil
 	}
 	if t.flat && root.Kind() == args.Object {
-		return e.shapeFlat(c, t, sc, root, len(out))
+		return e.shapeFlat(c, t, sc, root, len(out), plan)
 	}
 	tree = treeOf(root)
 	for _, toks := range t.clear {
@@ -142,37 +145,54 @@ func (e *Engine) shape(c *Call, s *Server, t *Tool, sc *scratch, cur []byte) ([]
 // that differs from a pinned or cleared field's only in case: such a key
 // would survive the edit, and a server matching keys without case (Go's
 // encoding/json, ASP.NET) would read it as that field. t must be compiled.
-func (t *Tool) caseChecks(root args.Value) error {
-	if applies, err := t.caseCheckFlat(root); applies {
-		return err
+// For a flat tool it also returns the members the edit drops.
+func (t *Tool) caseChecks(root args.Value) (flatPlan, error) {
+	if plan, err := t.caseCheckFlat(root); plan.known || err != nil {
+		return plan, err
 	}
 	for _, f := range t.Identity {
 		found := false
 		f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
 		if _, variant := f.Pointer.CaseVariant(root); found || variant {
-			return refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
+			return flatPlan{}, refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
 		}
 	}
 	for i := range t.Set {
 		if key, ok := t.Set[i].Pointer.CaseVariant(root); ok {
-			return refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key, t.Set[i].Pointer)
+			return flatPlan{}, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key, t.Set[i].Pointer)
 		}
 	}
 	for _, p := range t.Clear {
 		if key, ok := p.CaseVariant(root); ok {
-			return refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key, p)
+			return flatPlan{}, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key, p)
 		}
 	}
-	return nil
+	return flatPlan{}, nil
 }
 
-// applies is false when it does not apply.
-func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
+// flatPlan is what the case check of a flat tool learnt of the arguments
+// object for the flat edit: which of its members (the first 64) name a
+// touched field exactly, and so are dropped. known is false when it learnt
+// nothing.
+type flatPlan struct {
+	drop  uint64
+	known bool
+}
+
+// caseCheckFlat is caseChecks for a flat tool touching at most eight
+// fields: it reads the members once for every field, where the general
+// check looks each field's pointer up apart, and gives the same answer: an
+// identity field present as written or in another case, then for each
+// pinned and each cleared field a key naming it but for case while no key
+// names it exactly, in that order. Its plan is known when it applies and
+// the object has at most 64 members.
+func (t *Tool) caseCheckFlat(root args.Value) (plan flatPlan, err error) {
 	if t == nil || !t.flat || len(t.touched) > 8 || root.Kind() != args.Object {
-		return false, nil
+		return flatPlan{}, nil
 	}
+	plan.known = root.Len() <= 64
 	if len(t.touched) == 0 {
-		return true, nil
+		return plan, nil
 	}
 	// By index in t.touched, which for a flat tool lists the cleared, the
 	// pinned and the identity fields, in that order, each once.
@@ -186,6 +206,7 @@ func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
 			case !args.SameKey(k, name):
 			case k == name:
 				exact |= 1 << j
+				plan.drop |= 1 << (i & 63)
 			case folded&(1<<j) == 0:
 				variant[j], folded = int32(i), folded|1<<j
 			}
@@ -194,21 +215,21 @@ func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
 	nc, ns := len(t.clear), len(t.Set)
 	for i, f := range t.Identity {
 		if (exact|folded)&(1<<(nc+ns+i)) != 0 {
-			return true, refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
+			return flatPlan{}, refusal(RuleIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
 		}
 	}
 	key := func(j int) string { k, _ := root.Member(int(variant[j])); return k }
 	for i := range t.Set {
 		if folded&^exact&(1<<(nc+i)) != 0 {
-			return true, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key(nc+i), t.Set[i].Pointer)
+			return flatPlan{}, refusal(RuleShape, "argument %q differs from the pinned field %s only in case", key(nc+i), t.Set[i].Pointer)
 		}
 	}
 	for i := range t.clear {
 		if folded&^exact&(1<<i) != 0 {
-			return true, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key(i), t.Clear[i])
+			return flatPlan{}, refusal(RuleShape, "argument %q differs from the cleared field %s only in case", key(i), t.Clear[i])
 		}
 	}
-	return true, nil
+	return plan, nil
 }
 
 // shapeFlat is the edit step for a tool whose set, clear and identity
@@ -218,14 +239,20 @@ func (t *Tool) caseCheckFlat(root args.Value) (applies bool, err error) {
 // the tree edit, without building a tree; and it writes them with an
 // [args.Builder] into the spare document, which becomes sc.doc: the
 // document of exactly the text it returns, without decoding that text again.
-func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size int) ([]byte, error) {
+func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size int, plan flatPlan) ([]byte, error) {
 	next := sc.spare()
 	b := &sc.b
-	b.Begin(next, make([]byte, 0, size+64), &e.limits)
+	b.Begin(next, make([]byte, 0, size+t.setBytes), &e.limits)
 	var placed uint64 // the set fields written in the model's member's place (a flat tool has at most 64)
 	for i := range root.Len() {
-		k, _ := root.Member(i)
-		if !t.touches(k) {
+		var k string
+		if plan.known {
+			if plan.drop&(1<<i) == 0 {
+				b.Keep(root, i)
+				continue
+			}
+			k, _ = root.Member(i)
+		} else if k, _ = root.Member(i); !t.touches(k) {
 			b.Keep(root, i)
 			continue
 		}

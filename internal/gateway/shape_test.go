@@ -2,10 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 // flatTool is a tool whose edits are all members of the arguments object.
@@ -28,13 +31,19 @@ func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) 
 
 // shapeBothErr is shapeBoth with the errors of the edits ("" for none).
 func shapeBothErr(t testing.TB, a []byte) (flat, tree []byte, flatErr, treeErr string) {
+	return shapeBothWith(t, a, nil)
+}
+
+// shapeBothWith is shapeBothErr on a server that neutralises templates with
+// m, when m is not nil.
+func shapeBothWith(t testing.TB, a []byte, m *shape.Syntax) (flat, tree []byte, flatErr, treeErr string) {
 	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules: []\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(forceTree bool) ([]byte, string) {
 		tool := flatTool(t)
-		e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": tool}}}, nil)
+		e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": tool}, Templates: m}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,6 +101,47 @@ func TestShapeFlatEqualsTree(t *testing.T) {
 	}
 	if _, _, ok, _ := shapeBoth(t, []byte(`{"to":"bob"}`)); !ok {
 		t.Error("a plain call was refused")
+	}
+}
+
+// TestShapeFlatManyMembers: past 64 members, and after templates rewrote the
+// arguments, the flat edit reads the members itself and still agrees with the
+// tree edit.
+func TestShapeFlatManyMembers(t *testing.T) {
+	many := func(extra string) []byte {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range 70 {
+			fmt.Fprintf(&b, `"m%d":%d,`, i, i)
+		}
+		b.WriteString(extra + `}`)
+		return []byte(b.String())
+	}
+	mustache := shape.Mustache
+	for _, tt := range []struct {
+		name      string
+		args      []byte
+		templates *shape.Syntax
+		wantErr   bool
+	}{
+		{"70 members, then the cleared and the pinned", many(`"bcc":"eve","footer":"x"`), nil, false},
+		{"70 members, then a case variant", many(`"BCC":"eve"`), nil, true},
+		{"70 members, then the identity field", many(`"from":"mallory"`), nil, true},
+		{"templates rewrite a member before the cleared one", []byte(`{"to":"{{x}}","bcc":"eve","a":"b","footer":1}`), &mustache, false},
+		{"templates rewrite, then a case variant", []byte(`{"to":"{{x}}","Cc":"eve"}`), &mustache, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			flat, tree, fe, te := shapeBothWith(t, tt.args, tt.templates)
+			if fe != te || !bytes.Equal(flat, tree) {
+				t.Fatalf("flat %q %s\ntree %q %s", fe, flat, te, tree)
+			}
+			if (fe != "") != tt.wantErr {
+				t.Fatalf("error %q, want one: %v", fe, tt.wantErr)
+			}
+			if fe == "" && (bytes.Contains(flat, []byte(`"bcc"`)) || !bytes.Contains(flat, []byte(`"footer":{"t"`))) {
+				t.Fatalf("the edit was not applied: %s", flat)
+			}
+		})
 	}
 }
 

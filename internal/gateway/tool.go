@@ -33,6 +33,9 @@ type Tool struct {
 	// identity fields, in their order.
 	flat    bool
 	touched []string
+	// setBytes is room enough for the pinned members a flat edit appends,
+	// beside the identity fields' values.
+	setBytes int
 	// schemaOpts are the options the tool's pinned schema compiles with.
 	schemaOpts *schema.Options
 
@@ -128,6 +131,12 @@ func (t *Tool) compile() error {
 	}
 	for _, f := range t.Identity {
 		touch(f.toks)
+	}
+	t.setBytes = 32 * len(t.Identity)
+	for _, a := range t.Set {
+		if len(a.toks) == 1 {
+			t.setBytes += len(a.toks[0]) + len(a.value.Raw()) + 8 // quotes, escapes, colon, comma
+		}
 	}
 	if t.flat && (len(t.Set) > 64 || len(t.touched) != len(t.clear)+len(t.Set)+len(t.Identity)) {
 		t.flat = false // one field named twice: the tree edit's order decides
