@@ -46,6 +46,11 @@ rules:
   - {id: no-ssh, effect: deny, capability: [fs.read, fs.write], path_under: "~/.ssh"}
 `
 
+// baselineBinary names an environment variable that may hold the path of
+// another aegis binary, measured beside this one (path base-shm): a
+// before/after comparison on the same machine at the same moment.
+const baselineBinary = "AEGIS_BENCH_BASELINE"
+
 // copyRole makes the test binary, run with this variable set, a process
 // that starts the command in its arguments and copies bytes both ways.
 const copyRole = "AEGIS_E2E_COPY"
@@ -115,6 +120,17 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 		{name: "shm", argv: run, env: baseEnv(root, shm)},
 		{name: "disk", argv: run, env: env},
 	}
+	// A second aegis binary, for a before/after comparison in one run: its
+	// path runs beside the others with its own state on tmpfs.
+	if base := os.Getenv(baselineBinary); base != "" {
+		shm2, err := os.MkdirTemp("/dev/shm", "aegis-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(shm2) })
+		baseRun := append([]string{base}, run[1:]...)
+		paths = append(paths, &latencyPath{name: "base-shm", argv: baseRun, env: baseEnv(root, shm2)})
+	}
 	params := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": filepath.Join(root, "projects", "notes.md")}}
 	call := func(p *latencyPath) time.Duration {
 		start := time.Now()
@@ -164,6 +180,9 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 	b.ReportMetric(micros(med["copy"]-med["direct"]), "µs-added-copy")
 	b.ReportMetric(micros(med["shm"]-med["direct"]), "µs-added-shm")
 	b.ReportMetric(micros(med["disk"]-med["direct"]), "µs-added-disk")
+	if _, ok := med["base-shm"]; ok {
+		b.ReportMetric(micros(med["base-shm"]-med["direct"]), "µs-added-base-shm")
+	}
 	b.ReportMetric(micros(median(fsyncs)), "µs-fsync")
 }
 

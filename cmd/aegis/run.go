@@ -145,6 +145,15 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	if in, ok := stdin.(*os.File); ok {
+		if out, ok := stdout.(*os.File); ok {
+			// The client's pipes, waited for by Go's poller rather than
+			// by a thread blocked in read(2).
+			var closeStdio func()
+			stdin, stdout, closeStdio = proxy.ClientStdio(in, out)
+			defer closeStdio()
+		}
+	}
 	err = proxy.Run(ctx, stdin, stdout, cmd, g, &proxy.Options{
 		StderrLog: filepath.Join(state, "logs", name+".stderr.log"),
 		Stderr:    stderr,

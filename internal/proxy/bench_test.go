@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,12 @@ func connectCommand(b *testing.B, role string) *mcp.ClientSession {
 // and returns the child's pid too.
 func connectChild(b *testing.B, role string) (*mcp.ClientSession, int) {
 	b.Helper()
-	cmd := child(role)
+	return connectCmd(b, child(role))
+}
+
+// connectCmd connects the Go SDK client to cmd, and returns its pid too.
+func connectCmd(b *testing.B, cmd *exec.Cmd) (*mcp.ClientSession, int) {
+	b.Helper()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
 		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -114,14 +120,29 @@ func BenchmarkRelayThroughCopy(b *testing.B) { benchRoundTrip(b, "copy") }
 // same machine, and reports their medians and the differences: the latency
 // aegis adds to one tools/call (budget: 50 µs), and how much of it any
 // process in the middle costs.
+//
+// The relay reads the client's pipes as `aegis run` does (reopened, see
+// [ClientStdio]); relay-blocking reads them as inherited, each read a
+// blocking read(2). If $AEGIS_PROXY_BENCH_BASELINE names another build of
+// this package's test binary, its relay runs too (base), for a before/after
+// comparison on the same machine at the same moment.
 func BenchmarkRelayAddedLatency(b *testing.B) {
-	roles := []string{"demo", "copy", "relay"}
+	roles := []string{"demo", "copy", "relay", "relay-blocking"}
+	base := os.Getenv("AEGIS_PROXY_BENCH_BASELINE")
+	if base != "" {
+		roles = append(roles, "base")
+	}
 	sessions := make([]*mcp.ClientSession, len(roles))
 	pids := make([]int, len(roles))
 	cpu := make([]time.Duration, len(roles))
 	times := make([][]time.Duration, len(roles))
 	for i, role := range roles {
-		sessions[i], pids[i] = connectChild(b, role)
+		cmd := child(role)
+		if role == "base" {
+			cmd = exec.Command(base, "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=relay")
+		}
+		sessions[i], pids[i] = connectCmd(b, cmd)
 		for range 50 {
 			timedCall(b, sessions[i])
 		}
@@ -140,14 +161,15 @@ func BenchmarkRelayAddedLatency(b *testing.B) {
 	}
 	// The CPU the process in the middle spent per call (its own, not the
 	// server's): steadier than latency on a busy machine.
-	b.ReportMetric(micros(cpu[1])/float64(b.N), "µs-cpu-copy")
-	b.ReportMetric(micros(cpu[2])/float64(b.N), "µs-cpu-aegis")
-	direct, cp, aegis := median(times[0]), median(times[1]), median(times[2])
+	direct := median(times[0])
 	b.ReportMetric(micros(direct), "µs-direct")
-	b.ReportMetric(micros(cp), "µs-copy")
-	b.ReportMetric(micros(aegis), "µs-aegis")
-	b.ReportMetric(micros(aegis-direct), "µs-added")
-	b.ReportMetric(micros(aegis-cp), "µs-added-over-copy")
+	for i := 1; i < len(roles); i++ {
+		m := median(times[i])
+		b.ReportMetric(micros(cpu[i])/float64(b.N), "µs-cpu-"+roles[i])
+		b.ReportMetric(micros(m), "µs-"+roles[i])
+		b.ReportMetric(micros(m-direct), "µs-added-"+roles[i])
+	}
+	b.ReportMetric(micros(median(times[2])-median(times[1])), "µs-added-over-copy")
 }
 
 // discardRelay returns a relay whose writes go nowhere, for measuring the

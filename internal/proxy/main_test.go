@@ -64,8 +64,10 @@ func runChild(role string) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 		return 0
-	case "relay":
-		// aegis run -- demo, with a gate that allows everything.
+	case "relay", "relay-blocking":
+		// aegis run -- demo, with a gate that allows everything; the
+		// client's pipes reopened as aegis run does, or (relay-blocking)
+		// read and written as inherited, each read a blocking read(2).
 		if path := os.Getenv("AEGIS_PROXY_TEST_CPUPROFILE"); path != "" {
 			f, err := os.Create(path)
 			if err == nil {
@@ -73,7 +75,12 @@ func runChild(role string) int {
 				defer pprof.StopCPUProfile()
 			}
 		}
-		err := Run(ctx, os.Stdin, os.Stdout, child("demo"), allowGate{}, nil)
+		in, out, closeStdio := os.Stdin, os.Stdout, func() {}
+		if role == "relay" {
+			in, out, closeStdio = ClientStdio(os.Stdin, os.Stdout)
+		}
+		defer closeStdio()
+		err := Run(ctx, in, out, child("demo"), allowGate{}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
