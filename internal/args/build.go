@@ -58,6 +58,43 @@ func (b *Builder) Begin(d *Doc, dst []byte, lim *Limits) {
 	d.frames = append(d.frames, frame{node: d.add(node{start: 0, kind: Object}), base: 0})
 }
 
+// BeginAppend starts writing members after those of the arguments object d holds, in
+// place: [Builder.End] returns d's text with the members appended before its closing
+// brace (whitespace after it dropped), and leaves in d exactly what Decode of that text
+// would, as Begin does. The nodes of the members d held stay where they are and are not
+// copied, which costs a fraction of keeping them one by one; Values handed out from d go
+// stale all the same. The text is written over dst's storage. It reports false, and
+// changes nothing, when d holds no document or one a Builder is writing.
+func (b *Builder) BeginAppend(d *Doc, dst []byte, lim *Limits) bool {
+	if len(d.nodes) == 0 || d.building || len(d.frames) != 0 {
+		return false
+	}
+	root := &d.nodes[0]
+	// The root closes last: its children are the last of d.kids, and, with two
+	// members or more, it is the last of d.objs.
+	if root.kind != Object || int(root.a+2*root.b) != len(d.kids) {
+		return false
+	}
+	d.gen++
+	d.building = true
+	n := int(root.b)
+	d.stack = append(d.stack[:0], d.kids[root.a:]...)
+	d.kids = d.kids[:root.a]
+	if k := len(d.objs); n >= 2 && k > 0 && d.objs[k-1] == 0 {
+		d.objs = d.objs[:k-1]
+	}
+	d.frames = append(d.frames[:0], frame{node: 0, base: 0})
+	*b = Builder{d: d, out: append(dst[:0], d.src[:root.end-1]...), l: lim.resolve(), values: d.values, n: n, trust: n <= 64}
+	if b.trust {
+		// The members d held were checked together: only pairs with a new one are
+		// compared.
+		b.fromKeep = 1<<n - 1
+		b.keepFrom = Value{d: d, i: -1} // no Value names it: Keep from d is refused as its own Doc
+	}
+	root.end = 0 // set by close, as Decode sets it
+	return true
+}
+
 // Member appends the member key with the value v, a value of another Doc: its source
 // text is copied as it is, and its decoded nodes with it.
 func (b *Builder) Member(key string, v Value) {
@@ -178,6 +215,7 @@ func (b *Builder) End() ([]byte, error) {
 		if !b.overBytes() {
 			d.close(len(b.out))
 			d.src = unsafe.String(unsafe.SliceData(b.out), len(b.out))
+			d.values = b.values
 			if b.trust && b.n <= 64 {
 				b.err = d.finishBuilt(b.fromKeep)
 			} else {

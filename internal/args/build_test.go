@@ -18,10 +18,12 @@ type decoded struct {
 	Kids     []int32
 	Objs     []int32
 	Open     int // frames and stack left over: none
+	Values   int
+	Building bool
 }
 
 func snapshot(d *Doc) decoded {
-	return decoded{Src: d.src, Esc: d.esc, Nodes: d.nodes, Kids: d.kids, Objs: d.objs, Open: len(d.frames) + len(d.stack)}
+	return decoded{Src: d.src, Esc: d.esc, Nodes: d.nodes, Kids: d.kids, Objs: d.objs, Open: len(d.frames) + len(d.stack), Values: d.values, Building: d.building}
 }
 
 // member is one member for a Builder in a test: a value of another Doc, or a string.
@@ -430,5 +432,157 @@ func FuzzBuilderKeep(f *testing.F) {
 		if diff := cmp.Diff(snapshot(&ref), snapshot(&d), cmp.AllowUnexported(node{}), cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("the built Doc differs from Decode of its text (-want +got):\n%s", diff)
 		}
+	})
+}
+
+// appendBuild builds with BeginAppend: members written after those of the document
+// data, each a value of another document (the JSON text value) or a string.
+func appendBuild(t *testing.T, data []byte, members []bmember, lim *Limits) (out []byte, err error) {
+	t.Helper()
+	var d Doc
+	if err := d.Decode(data, nil); err != nil {
+		t.Fatalf("test document %s: %v", data, err)
+	}
+	old := d.Root()
+	var b Builder
+	if !b.BeginAppend(&d, make([]byte, 0, 8), lim) {
+		t.Fatal("BeginAppend refused a decoded object")
+	}
+	if old.Kind() != Invalid {
+		t.Fatal("a Value of the document before BeginAppend is not stale")
+	}
+	// The reference: the text up to the closing brace, the members as Member writes them.
+	var ref Doc
+	if err := ref.Decode(data, nil); err != nil {
+		t.Fatal(err)
+	}
+	text := []byte(ref.src[:ref.nodes[0].end-1])
+	n := ref.Root().Len()
+	for _, m := range members {
+		if n > 0 {
+			text = append(text, ',')
+		}
+		n++
+		text = append(AppendString(text, m.key), ':')
+		if m.str {
+			b.StringMember(m.key, m.s)
+			text = AppendString(text, m.s)
+			continue
+		}
+		src := new(Doc)
+		if err := src.Decode([]byte(`{"v":`+m.value+`}`), nil); err != nil {
+			t.Fatalf("test value %s: %v", m.value, err)
+		}
+		v, _ := src.Root().Lookup("v")
+		b.Member(m.key, v)
+		text = append(text, m.value...)
+	}
+	text = append(text, '}')
+	out, err = b.End()
+	var want Doc
+	wantErr := want.Decode(text, lim)
+	if (err == nil) != (wantErr == nil) {
+		t.Fatalf("Builder error %v, Decode of %s error %v", err, text, wantErr)
+	}
+	if err != nil {
+		if d.Root().Kind() != Invalid || d.building {
+			t.Fatal("the Builder failed but its Doc holds a document")
+		}
+		return nil, err
+	}
+	if string(out) != string(text) {
+		t.Fatalf("text %s, want %s", out, text)
+	}
+	if diff := cmp.Diff(snapshot(&want), snapshot(&d), cmp.AllowUnexported(node{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("the Doc differs from Decode of its text (-want +got):\n%s", diff)
+	}
+	return out, nil
+}
+
+func TestBuilderAppend(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    string
+		members []bmember
+		lim     *Limits
+		wantErr string
+	}{
+		{"to an empty object", `{}`, []bmember{{key: "a", value: `1`}}, nil, ""},
+		{"to an empty object with space", ` { } `, []bmember{{key: "a", str: true, s: "x"}}, nil, ""},
+		{"nothing appended", ` {"a" : [1, {"b":"\u00e9"}] } `, nil, nil, ""},
+		{"after nested containers and escapes", `{"a":[1,{"b":"\u00e9","c":{}}],"d":"\n"}`,
+			[]bmember{{key: "e", value: `{"f":["\u0041",{"g":null,"h":true}]}`}, {key: "i\"", str: true, s: "é\u2028"}}, nil, ""},
+		{"a key the object holds", `{"path":"/a","head":1}`, []bmember{{key: "head", value: `2`}}, nil, "duplicate"},
+		{"a key the object holds in another case", `{"path":"/a","head":1}`, []bmember{{key: "PATH", value: `2`}}, nil, "duplicate"},
+		{"a key folding to one the object holds", `{"k":1}`, []bmember{{key: "\u212a", value: `2`}}, nil, "duplicate"},
+		{"two new keys alike", `{"a":1}`, []bmember{{key: "x", value: `1`}, {key: "X", value: `2`}}, nil, "duplicate"},
+		{"over MaxElements", `{"a":[1,2]}`, []bmember{{key: "b", value: `[3]`}}, &Limits{MaxElements: 4}, "MaxElements"},
+		{"at MaxElements", `{"a":[1,2]}`, []bmember{{key: "b", value: `3`}}, &Limits{MaxElements: 5}, ""},
+		{"over MaxBytes", `{"a":1}`, []bmember{{key: "b", str: true, s: "0123456789"}}, &Limits{MaxBytes: 20}, "MaxBytes"},
+		{"over MaxDepth", `{"a":[[1]]}`, []bmember{{key: "b", value: `[[[1]]]`}}, &Limits{MaxDepth: 3}, "MaxDepth"},
+		{"over MaxStringBytes", `{"a":"xy"}`, []bmember{{key: "b", str: true, s: "xyz"}}, &Limits{MaxStringBytes: 2}, "MaxStringBytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := appendBuild(t, []byte(tt.data), tt.members, tt.lim)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestBuilderAppendRefuses: BeginAppend changes nothing where it cannot append.
+func TestBuilderAppendRefuses(t *testing.T) {
+	var d, other Doc
+	var b Builder
+	if b.BeginAppend(&d, nil, nil) {
+		t.Error("BeginAppend took an empty Doc")
+	}
+	b.Begin(&d, nil, nil)
+	if b.BeginAppend(&d, nil, nil) {
+		t.Error("BeginAppend took a Doc being built")
+	}
+	if _, err := b.End(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Decode([]byte(`{"a":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !b.BeginAppend(&d, nil, nil) {
+		t.Fatal("BeginAppend refused a built object")
+	}
+	b.Keep(other.Root(), 0)
+	b.Keep(other.Root(), 0) // twice: refused at End as a duplicate
+	if _, err := b.End(); err == nil {
+		t.Error("a member kept twice after BeginAppend was accepted")
+	}
+}
+
+// FuzzBuilderAppend holds BeginAppend to Decode: members appended to a fuzzed object
+// (values of another fuzzed document under fuzzed keys, and a string member) must give
+// the text and the Doc that Decode gives for that text, and fail exactly when it fails.
+func FuzzBuilderAppend(f *testing.F) {
+	f.Add([]byte(`{"path":"/a","head":1}`), []byte(`{"encoding":"utf-8","n":[1,{"x":"\u00e9"}]}`), "PATH", "v", uint8(0))
+	f.Add([]byte(` { } `), []byte(`{"a":{}}`), "a", "\u2028", uint8(3))
+	f.Add([]byte(`{"k":1}`), []byte(`{"K":2}`), "\u212a", "", uint8(0x41))
+	f.Fuzz(func(t *testing.T, data, more []byte, key, s string, lim uint8) {
+		var d, src Doc
+		if d.Decode(data, nil) != nil || src.Decode(more, nil) != nil {
+			return
+		}
+		var members []bmember
+		for k, v := range src.Root().Members() {
+			members = append(members, bmember{key: k, value: v.Raw()})
+		}
+		members = append(members, bmember{key: key, str: true, s: s})
+		var l *Limits
+		if lim != 0 {
+			l = &Limits{MaxDepth: int(lim&7) + 1, MaxElements: int(lim>>3&7*3) + 1, MaxStringBytes: int(lim>>6*4) + 1, MaxBytes: int(lim) * 2}
+		}
+		appendBuild(t, data, members, l)
 	})
 }

@@ -28,6 +28,7 @@ type Doc struct {
 	gen    uint32  // bumped by each Decode, so older Values go stale
 	// building is set while a Builder writes d: its objects are not checked yet.
 	building bool
+	values   int // the values of the document, as MaxElements counts them
 }
 
 // node is one value or object key. Spans are offsets; int32 is enough under MaxBytes.
@@ -125,6 +126,7 @@ func (d *Doc) parse(l *limits) error {
 		}
 		var done bool
 		if i, done, err = d.next(s, i, l); err != nil || done {
+			d.values = values
 			return err
 		}
 	}

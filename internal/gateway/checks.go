@@ -236,30 +236,48 @@ func (t *Tool) caseCheckFlat(root args.Value) (plan flatPlan, err error) {
 // fields are all members of the arguments object itself: the members are
 // copied as their source text, leaving out the ones aegis sets or clears,
 // and the set and identity fields appended. It gives the same arguments as
-// the tree edit, without building a tree; and it writes them with an
-// [args.Builder] into the spare document, which becomes sc.doc: the
-// document of exactly the text it returns, without decoding that text again.
+// the tree edit, without building a tree, and writes them with an
+// [args.Builder]: when the case check found no member to drop (the model
+// wrote none of the fields aegis sets or clears, the usual case), onto the
+// end of sc.doc itself, whose members stay as they are; otherwise into the
+// spare document, which becomes sc.doc. Either way sc.doc is the document
+// of exactly the text it returns, without decoding that text again.
 func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size int, plan flatPlan) ([]byte, error) {
-	next := sc.spare()
+	// The identity values first: a principal without one refuses the call
+	// before any text is written.
+	var idBuf [4]string
+	ids := idBuf[:0]
+	for _, f := range t.Identity {
+		v, ok := e.identity(c.Principal, f.Source)
+		if !ok {
+			return nil, refusal(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source)
+		}
+		ids = append(ids, strings.ToValidUTF8(v, "\uFFFD"))
+	}
 	b := &sc.b
-	b.Begin(next, make([]byte, 0, size+t.setBytes), &e.limits)
-	var placed uint64 // the set fields written in the model's member's place (a flat tool has at most 64)
-	for i := range root.Len() {
-		var k string
-		if plan.known {
-			if plan.drop&(1<<i) == 0 {
+	buf := make([]byte, 0, size+t.setBytes)
+	var next *args.Doc // the spare document, when the members are copied
+	var placed uint64  // the set fields written in the model's member's place (a flat tool has at most 64)
+	if !plan.known || plan.drop != 0 || !b.BeginAppend(sc.doc, buf, &e.limits) {
+		next = sc.spare()
+		b.Begin(next, buf, &e.limits)
+		for i := range root.Len() {
+			var k string
+			if plan.known {
+				if plan.drop&(1<<i) == 0 {
+					b.Keep(root, i)
+					continue
+				}
+				k, _ = root.Member(i)
+			} else if k, _ = root.Member(i); !t.touches(k) {
 				b.Keep(root, i)
 				continue
 			}
-			k, _ = root.Member(i)
-		} else if k, _ = root.Member(i); !t.touches(k) {
-			b.Keep(root, i)
-			continue
-		}
-		for j := range t.Set {
-			if t.Set[j].toks[0] == k {
-				b.Member(k, t.Set[j].value)
-				placed |= 1 << j
+			for j := range t.Set {
+				if t.Set[j].toks[0] == k {
+					b.Member(k, t.Set[j].value)
+					placed |= 1 << j
+				}
 			}
 		}
 	}
@@ -268,18 +286,16 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size 
 			b.Member(t.Set[j].toks[0], t.Set[j].value)
 		}
 	}
-	for _, f := range t.Identity {
-		v, ok := e.identity(c.Principal, f.Source)
-		if !ok {
-			return nil, refusal(RuleIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, c.Principal, f.Source)
-		}
-		b.StringMember(f.toks[0], strings.ToValidUTF8(v, "\uFFFD"))
+	for i, f := range t.Identity {
+		b.StringMember(f.toks[0], ids[i])
 	}
 	out, err := b.End()
 	if err != nil {
 		return nil, refusal(RuleShape, "the shaped arguments: %v", err)
 	}
-	sc.doc = next
+	if next != nil {
+		sc.doc = next
+	}
 	return out, nil
 }
 
