@@ -35,6 +35,9 @@ func (sc *scanner) atDigit(i int) int {
 		}
 		break
 	}
+	if j-i < 13 {
+		return j // a card number has thirteen digits, and every one is in s[i:j]
+	}
 	switch {
 	case ends[0]-i >= 13:
 		// A contiguous number, alone or followed by other numbers.

@@ -170,23 +170,20 @@ func FuzzRedactJSON(f *testing.F) {
 	})
 }
 
-// FuzzScanPrefilter holds Scan's shortcut for a string with no anchor byte to the
-// scanner it skips: the full pass from the first byte finds the same.
+// FuzzScanPrefilter holds Scan's shortcuts for a string shorter than minFinding or with
+// no anchor byte to the scanner they skip: the full pass from the first byte finds the
+// same.
 func FuzzScanPrefilter(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
 	f.Add("path")
 	f.Add("encoding")
+	f.Add("pwd=a;")
+	f.Add("utf-8")
 	f.Add("/home/u/projects/app/internal/server/handler\u200bgo")
 	f.Fuzz(func(t *testing.T, s string) {
-		sc := scanner{s: s}
-		sc.run()
-		ref := sc.dst
-		if sc.invisible {
-			ref = scanVisible(s, ref)
-		}
-		ref = tidy(ref, 0)
+		ref := fullScan(s)
 		got := Scan(s, nil)
 		if len(got) != len(ref) {
 			t.Fatalf("Scan(%q) = %v, the full pass %v", s, got, ref)

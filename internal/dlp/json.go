@@ -69,7 +69,9 @@ func (w *walker) value(v args.Value) {
 	case args.String:
 		w.locate(v.Str(), false)
 	case args.Number:
-		w.locate(v.Raw(), false)
+		if raw := v.Raw(); numberMayHold(raw) {
+			w.locate(raw, false)
+		}
 	case args.Array:
 		for i := range v.Len() {
 			w.push(step{index: i})
@@ -87,6 +89,9 @@ func (w *walker) value(v args.Value) {
 }
 
 func (w *walker) locate(s string, inKey bool) {
+	if len(s) < minFinding {
+		return // as Scan finds nothing there
+	}
 	first := anchorFrom(s, 0)
 	if first == len(s) {
 		return // as Scan finds nothing there

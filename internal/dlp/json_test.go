@@ -163,7 +163,8 @@ func TestScanValueNoAllocation(t *testing.T) {
 }
 
 // scanValueRef is ScanValue written plainly: every string, number and member name
-// scanned on its own with Scan (a fresh scanner each), one entry per kind and place.
+// scanned on its own by the full pass (a fresh scanner each, none of Scan's or
+// ScanValue's shortcuts), one entry per kind and place.
 func scanValueRef(v args.Value) []Located {
 	var out []Located
 	add := func(fs []Finding, ptr string, inKey bool) {
@@ -182,9 +183,9 @@ func scanValueRef(v args.Value) []Located {
 	walk = func(v args.Value, ptr string) {
 		switch v.Kind() {
 		case args.String:
-			add(Scan(v.Str(), nil), ptr, false)
+			add(fullScan(v.Str()), ptr, false)
 		case args.Number:
-			add(Scan(v.Raw(), nil), ptr, false)
+			add(fullScan(v.Raw()), ptr, false)
 		case args.Array:
 			for i := range v.Len() {
 				walk(v.Index(i), ptr+"/"+strconv.Itoa(i))
@@ -193,7 +194,7 @@ func scanValueRef(v args.Value) []Located {
 			for i := range v.Len() {
 				k, e := v.Member(i)
 				p := ptr + "/" + string(args.AppendToken(nil, k))
-				add(Scan(k, nil), p, true)
+				add(fullScan(k), p, true)
 				walk(e, p)
 			}
 		}

@@ -2,6 +2,7 @@ package dlp
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 )
 
@@ -28,6 +29,9 @@ type Finding struct {
 // word joiners, soft hyphens, byte-order marks, bidirectional controls) removed, so that
 // a token split by them is found; its span then covers the invisible characters too.
 func Scan(s string, dst []Finding) []Finding {
+	if len(s) < minFinding {
+		return dst // too short to hold anything a matcher finds
+	}
 	first := anchorFrom(s, 0)
 	if first == len(s) {
 		// No byte a matcher starts at, so run would call none and add nothing, and
@@ -39,6 +43,39 @@ func Scan(s string, dst []Finding) []Finding {
 	return sc.scan(s, first, dst)
 }
 
+// minFinding is the length of the shortest string in which the scanner finds
+// anything: ";pwd=x", "?pwd=x", "&pwd=x" and "pwd=x;", a connection string's password
+// of one byte after the shortest key that names one (classify reads no shorter name).
+// Every other matcher needs more: a configuration entry a key of three bytes, a
+// separator and a value of four; a URL's password "a://:b@c"; an Authorization
+// credential eight bytes; a card number thirteen digits; the tokens, JWTs and key
+// blocks more still. A string with invisible characters is scanned without them, which
+// only shortens it. FuzzScanPrefilter holds Scan's shortcut to the full pass, and
+// TestMinFinding holds the bound tight.
+const minFinding = 6
+
+// minNumberFinding is the length of the shortest JSON number in which the scanner finds
+// anything. The number grammar's bytes are digits, '-', '+', '.', 'e' and 'E', of which
+// digits, '-' and '.' are anchors: no token prefix, key name or "-----" line can be
+// spelt with them (a number has at most two '-', and no "eyJ" starts a JWT header), so
+// only a card number can be found, and it has thirteen digits or more.
+const minNumberFinding = 13
+
+// numberMayHold reports whether the text of a JSON number may hold a finding: it is
+// long enough for a card number, or it is not made of a number's bytes alone (a number
+// from a source that did not check it), in which case the scanner decides.
+func numberMayHold(raw string) bool {
+	if len(raw) >= minNumberFinding {
+		return true
+	}
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+			return true
+		}
+	}
+	return false
+}
+
 // scan is Scan with sc, whatever it held, for s whose first anchor is at first.
 func (sc *scanner) scan(s string, first int, dst []Finding) []Finding {
 	base := len(dst)
@@ -47,6 +84,9 @@ func (sc *scanner) scan(s string, first int, dst []Finding) []Finding {
 	dst = sc.dst
 	if sc.invisible {
 		dst = scanVisible(s, dst)
+	}
+	if len(dst)-base < 2 {
+		return dst // tidy has nothing to sort or drop
 	}
 	return tidy(dst, base)
 }
@@ -73,18 +113,32 @@ func (sc *scanner) add(k Kind, start, end int) {
 
 // run is the prefilter: one table-driven pass that stops only at the bytes a secret can
 // be anchored on, and hands each to the matchers for that byte.
-func (sc *scanner) run() { sc.runFrom(0) }
+func (sc *scanner) run() { sc.runFrom(anchorFrom(sc.s, 0)) }
 
-// anchorFrom returns the index of the first anchor byte of s at or after i, or len(s).
+// anchorFrom returns the index of the first anchor byte of s at or after i, or len(s)
+// (i itself when i >= len(s)).
 func anchorFrom(s string, i int) int {
-	// Skip eight bytes at a time while none is an anchor: most text is letters and
-	// spaces.
-	for i+8 <= len(s) {
-		w := s[i : i+8]
-		if anchor[w[0]]|anchor[w[1]]|anchor[w[2]]|anchor[w[3]]|anchor[w[4]]|anchor[w[5]]|anchor[w[6]]|anchor[w[7]] != 0 {
-			break
+	// Eight bytes at a time: the candidates of a word are found by arithmetic, and
+	// only those are looked up. Most text is letters, spaces and slashes, which are
+	// never candidates.
+	for ; i+8 <= len(s); i += 8 {
+		if m := anchorCandidates(load64(s, i)); m != 0 {
+			if k, ok := firstAnchor(s, i, m); ok {
+				return k
+			}
 		}
-		i += 8
+	}
+	if i >= len(s) {
+		return i
+	}
+	if len(s) >= 8 {
+		// The last word, read where it ends with s, without the bytes before i.
+		off := len(s) - 8
+		m := anchorCandidates(load64(s, off)) &^ (1<<(8*(i-off)) - 1)
+		if k, ok := firstAnchor(s, off, m); ok {
+			return k
+		}
+		return len(s)
 	}
 	for i < len(s) && anchor[s[i]] == 0 {
 		i++
@@ -92,15 +146,44 @@ func anchorFrom(s string, i int) int {
 	return i
 }
 
-// runFrom is run for a string with no anchor before i.
+// load64 returns s[i:i+8] as a little-endian word.
+func load64(s string, i int) uint64 {
+	b := s[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// anchorCandidates flags by its high bit each byte of x that may be an anchor: every
+// ASCII byte from '%' to '.' and from '0' to '_' (which holds all the ASCII anchors),
+// and every byte from 0x80 (which holds the lead bytes of invisible characters). Each
+// byte is flagged exactly: for an ASCII byte b, with t its low seven bits,
+// (0x7F+n)-t has its high bit set just when b < n, and t+(0x7F-m) just when b > m, and
+// neither term borrows from or carries into the next byte, since t <= 0x7F and n <=
+// 0x80. The &^ x drops the terms of non-ASCII bytes, and the final | x flags them.
+func anchorCandidates(x uint64) uint64 {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	t := x &^ hi
+	punct := (lo*(0x7F+'/') - t) & (t + lo*(0x7F-'$'))    // '%' to '.'
+	digitsUp := (lo*(0x7F+'`') - t) & (t + lo*(0x7F-'/')) // '0' to '_'
+	return ((punct|digitsUp)&^x | x) & hi
+}
+
+// firstAnchor returns the first anchor among the bytes of s from base that m flags, in
+// the order of the bytes.
+func firstAnchor(s string, base int, m uint64) (int, bool) {
+	for ; m != 0; m &= m - 1 {
+		if k := base + bits.TrailingZeros64(m)>>3; anchor[s[k]] != 0 {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// runFrom is run from i, the first anchor of s (or len(s)).
 func (sc *scanner) runFrom(i int) {
 	s := sc.s
 	found := len(sc.dst)
 	for i < len(s) {
-		i = anchorFrom(s, i)
-		if i >= len(s) {
-			break
-		}
 		switch anchor[s[i]] {
 		case aDigit:
 			i = sc.atDigit(i)
@@ -127,9 +210,12 @@ func (sc *scanner) runFrom(i int) {
 				sc.invisible = true
 			}
 			i++
+		default:
+			i++ // not reached: runFrom is called and resumes at anchors only
 		}
+		i = anchorFrom(s, i)
 	}
-	if hasKind(sc.dst[found:], AWSAccessKey) {
+	if len(sc.dst) > found && hasKind(sc.dst[found:], AWSAccessKey) {
 		sc.secretKeysNearAccessKeys(found)
 	}
 }
