@@ -12,41 +12,40 @@ import (
 )
 
 // Group commit. Appenders encode their entries, and hash them up to prev,
-// on their own goroutines, then join the pending batch: one append to a slice
-// under a mutex. The writer goroutine takes the pending batch whole, leaving an
-// empty one for the next appenders; numbers, links and hashes its entries;
-// appends a checkpoint signing the last; writes the batch and fsyncs it;
-// then answers all its appenders at once by closing the batch's done
-// channel, from which each reads its result.
+// on their own goroutines; then, under a mutex, each numbers its entry,
+// links it to the one before, finishes its hash and appends the stored
+// line to the pending batch. The writer goroutine takes the pending batch
+// whole, leaving an empty one for the next appenders; appends a checkpoint
+// signing its last entry; writes the batch and fsyncs it; then answers all
+// its appenders at once by closing the batch's done channel, after which
+// each reads its result.
 //
 // So the entries that arrive during one fsync go out together in the next
-// write and fsync. An appender is answered only after the fsync that covers
-// its entry and the checkpoint signing it.
+// write and fsync, and the chain's sequential work (linking and hashing)
+// is done as they arrive, while that fsync runs. An appender is answered
+// only after the fsync that covers its entry and the checkpoint signing it.
 //
-// An earlier design sent each request over a channel to the writer and
-// each answer back over a channel of its own, through a notifier goroutine:
-// two channel operations and a select per entry on each side. At 1024
-// appenders (2 cores) they made a round longer than the fsync it waited on.
+// An earlier design sent each request over a channel to the writer, which
+// linked and hashed the whole batch after taking it, and each answer back
+// over a channel of its own through a notifier goroutine: two channel
+// operations and a select per entry on each side, and the writer's hashing
+// in series with the fsync. At 1024 appenders (2 cores) a round took more
+// than twice the fsync it waited on.
 //
 // The writer does not write the next batch while the last one is being
 // fsynced. That would be safe (a batch is acknowledged only after an fsync
 // that starts after its write), but a batch cut while an fsync runs leaves
 // out what arrives later in that fsync, which then waits two fsyncs instead
-// of one. Hashing entries as they arrive, on a goroutine of their own, so
-// that the hashing overlaps the fsync, was tried: it shortened the rounds
-// on disk by about a fifth, but each entry then woke that goroutine, which
-// cost 20-60% more CPU per entry, and in memory (fsync free) it ran at
-// 60-80% of the channel design's rate (BenchmarkAppendMemory).
+// of one.
 
-// batch is a group of requests on its way through the writer. Its
-// appenders join it under Log.mu; after the writer takes it, it belongs to
-// the writer until done is closed, and then its results to the appenders.
+// batch is a group of entries on its way through the writer. Its appenders
+// add to it under Log.mu; after the writer takes it, it belongs to the
+// writer until done is closed, and then its results to the appenders.
 type batch struct {
-	buf  []byte // their stored lines, then the checkpoint's
-	reqs []*request
-	res  []result
-	err  error         // set instead of committing, to answer with
-	done chan struct{} // closed once the batch is durable or has failed
+	buf  []byte   // the stored lines of its entries, then the checkpoint's
+	res  []result // of its entries, in order
+	err  error    // set instead of committing, to answer with
+	done chan struct{}
 	// refs counts the appenders that have yet to read their results, and
 	// the writer; the last to let go puts the batch back in the pool.
 	refs atomic.Int32
@@ -67,8 +66,7 @@ func (b *batch) release() {
 	if b.refs.Add(-1) != 0 {
 		return
 	}
-	clear(b.reqs) // let the requests go
-	b.buf, b.reqs, b.res, b.err, b.done = b.buf[:0], b.reqs[:0], b.res[:0], nil, nil
+	b.buf, b.res, b.err, b.done = b.buf[:0], b.res[:0], nil, nil
 	if cap(b.buf) > 4<<20 {
 		b.buf = nil // a burst of huge entries should not pin memory
 	}
@@ -95,7 +93,7 @@ func (l *Log) write() {
 			l.mu.Lock()
 			b := l.take()
 			l.mu.Unlock()
-			if len(b.reqs) > 0 {
+			if len(b.res) > 0 {
 				l.commit(b)
 			}
 			l.answer(b)
@@ -103,11 +101,11 @@ func (l *Log) write() {
 			return
 		}
 		b := l.gather(last)
-		if len(b.reqs) == 0 {
+		if len(b.res) == 0 {
 			l.answer(b)
 			continue
 		}
-		last = len(b.reqs)
+		last = len(b.res)
 		l.commit(b)
 		l.answer(b)
 	}
@@ -135,7 +133,7 @@ func (l *Log) gather(last int) *batch {
 	seen := -1
 	for turns := 0; ; turns++ {
 		l.mu.Lock()
-		n := len(l.pending.reqs)
+		n := len(l.pending.res)
 		if n >= last || n >= l.batch || turns == 4 || n == seen && turns > 1 {
 			b := l.take()
 			l.mu.Unlock()
@@ -147,46 +145,40 @@ func (l *Log) gather(last int) *batch {
 	}
 }
 
-// commit makes b durable: it numbers, links and hashes its entries, and
-// writes them with a checkpoint signing the last, in one write, then one
-// fsync. On failure it sets b.err.
+// commit makes b durable: it appends a checkpoint signing b's last entry
+// and writes b in one write, then one fsync. On failure it sets b.err.
 func (l *Log) commit(b *batch) {
 	if p := l.failed.Load(); p != nil {
 		b.err = *p
 		return
 	}
-	if l.next+uint64(len(b.reqs))-1 > MaxSeq {
-		l.fail(b, fmt.Errorf("seq would pass %d", uint64(MaxSeq)))
-		return
-	}
+	first, last := b.res[0], b.res[len(b.res)-1]
 	if l.size >= l.segSize {
 		if err := l.f.Close(); err != nil {
-			l.fail(b, err)
+			b.err = l.fail(err)
 			return
 		}
-		if err := l.createSegment(l.next); err != nil {
-			l.fail(b, err)
+		if err := l.createSegment(first.seq); err != nil {
+			b.err = l.fail(err)
 			return
 		}
 	}
-	var prev Digest
-	var seq uint64
-	b.buf, b.res, prev, seq = appendBatch(b.buf, b.res, l.h, l.priv, l.prev, l.next, b.reqs)
+	ck := signCheckpoint(l.priv, last.seq, last.hash)
+	b.buf = appendCheckpoint(b.buf, &ck)
 	if _, err := l.f.Write(b.buf); err != nil {
-		l.fail(b, fmt.Errorf("writing: %w", err))
+		b.err = l.fail(fmt.Errorf("writing: %w", err))
 		return
 	}
 	t0 := time.Now()
 	if err := l.f.Sync(); err != nil {
-		l.fail(b, fmt.Errorf("fsync: %w", err))
+		b.err = l.fail(fmt.Errorf("fsync: %w", err))
 		return
 	}
 	l.syncNanos.Add(int64(time.Since(t0)))
 	l.size += int64(len(b.buf))
-	l.prev, l.next = prev, seq
-	l.entries.Add(uint64(len(b.reqs)))
+	l.entries.Add(uint64(len(b.res)))
 	l.commits.Add(1)
-	if n := int64(len(b.reqs)); n > l.largest.Load() {
+	if n := int64(len(b.res)); n > l.largest.Load() {
 		l.largest.Store(n)
 	}
 }
@@ -198,15 +190,17 @@ func (l *Log) answer(b *batch) {
 	b.release()
 }
 
-// fail puts the Log in the failed state and makes err b's error. After a
-// failed write or fsync the file's state is unknown (a failed fsync may
-// even have dropped dirty pages), so nothing more is appended to it; Open
-// recovers from what reached the disk.
-func (l *Log) fail(b *batch, err error) {
+// fail puts the Log in the failed state, if it is not failed already, and
+// returns the error that failed it. After a failed write or fsync the
+// file's state is unknown (a failed fsync may even have dropped dirty
+// pages), so nothing more is appended to it; Open recovers from what
+// reached the disk.
+func (l *Log) fail(err error) error {
 	err = fmt.Errorf("chain: log failed, reopen to recover: %w", err)
-	l.failed.CompareAndSwap(nil, &err)
-	l.logger.Error("chain: log failed", slog.String("dir", l.dir), slog.Any("err", err))
-	b.err = *l.failed.Load()
+	if l.failed.CompareAndSwap(nil, &err) {
+		l.logger.Error("chain: log failed", slog.String("dir", l.dir), slog.Any("err", err))
+	}
+	return *l.failed.Load()
 }
 
 // appendEntry appends the stored line of r to out, with prev and seq

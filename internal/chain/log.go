@@ -67,10 +67,13 @@ type Log struct {
 	done    chan struct{}
 	failed  atomic.Pointer[error]
 
+	// The seq and prev of the next entry, and the hasher for entries
+	// without a pre-hash, guarded by mu.
+	next uint64
+	prev Digest
+	h    *hasher
+
 	// Owned by the writer goroutine.
-	next     uint64
-	prev     Digest
-	h        *hasher
 	f        segmentFile
 	size     int64
 	closeErr error
@@ -87,6 +90,9 @@ type request struct {
 	pre hash.Hash // SHA-256 of the domain and buf up to prev; nil to hash the whole line
 	sum []byte    // for pre.Sum
 }
+
+// A request is an entry on its way into a batch: encoded, and hashed up to
+// prev, by its appender.
 
 type result struct {
 	seq        uint64
@@ -242,8 +248,8 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	r.pre.Write(r.buf[:r.t.prevAt])
 
 	b, i, err := l.join(ctx, r)
+	requests.Put(r) // join copied r into the batch, or failed
 	if err != nil {
-		requests.Put(r)
 		return 0, hash, err
 	}
 	if done := ctx.Done(); done == nil {
@@ -252,15 +258,13 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 		select {
 		case <-b.done:
 		case <-done:
-			// The writer still owns r and will commit it; r is left to
-			// the garbage collector.
+			// The entry is in the batch and may yet be committed.
 			b.release()
 			return 0, hash, ctx.Err()
 		}
 	}
 	res, err := b.res[i], b.err
 	b.release()
-	requests.Put(r)
 	if err != nil {
 		return 0, hash, err
 	}
@@ -268,8 +272,14 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	return res.seq, res.hash, nil
 }
 
-// join adds r to the pending batch and returns the batch and r's place in it.
-// While the pending batch is full it waits for the writer to take it.
+// join adds r's entry to the pending batch and returns the batch and the
+// entry's place in it. While the pending batch is full it waits for the
+// writer to take it.
+//
+// join numbers the entry and links it to the entry before, finishing its
+// hash, under l.mu: so the appenders do the chain's sequential work as they
+// arrive, while the writer fsyncs the batch before, and the writer's share
+// of a batch is one signature, one write and one fsync.
 func (l *Log) join(ctx context.Context, r *request) (*batch, int, error) {
 	l.mu.Lock()
 	for {
@@ -277,7 +287,7 @@ func (l *Log) join(ctx context.Context, r *request) (*batch, int, error) {
 			l.mu.Unlock()
 			return nil, 0, ErrClosed
 		}
-		if len(l.pending.reqs) < l.batch {
+		if len(l.pending.res) < l.batch {
 			break
 		}
 		l.waiting = true
@@ -290,9 +300,22 @@ func (l *Log) join(ctx context.Context, r *request) (*batch, int, error) {
 		}
 		l.mu.Lock()
 	}
+	if p := l.failed.Load(); p != nil {
+		l.mu.Unlock()
+		return nil, 0, *p
+	}
+	if l.next > MaxSeq {
+		err := l.fail(fmt.Errorf("seq would pass %d", uint64(MaxSeq)))
+		l.mu.Unlock()
+		return nil, 0, err
+	}
 	b := l.pending
-	i := len(b.reqs)
-	b.reqs = append(b.reqs, r)
+	i := len(b.res)
+	var d Digest
+	b.buf, d = appendEntry(b.buf, l.h, r, l.prev, l.next)
+	b.res = append(b.res, result{seq: l.next, prev: l.prev, hash: d})
+	l.prev = d
+	l.next++
 	b.refs.Add(1)
 	if i == 0 {
 		select {
