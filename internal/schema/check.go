@@ -80,66 +80,117 @@ func (s *Schema) validate(root args.Value, repl map[args.Value]string) *Violatio
 func (s *Schema) clamp(root args.Value) (map[args.Value]string, []string, error) {
 	var repl map[args.Value]string
 	var at []string
-	var viol *Violation
 	for i := range s.clamps {
 		c := &s.clamps[i]
-		key, found := c.ptr.SelectExact(root, func(v args.Value, loc args.Loc) {
-			if viol != nil {
-				return
+		if c.isTopMember {
+			// One member of root, which is an object: the pointer's walk is one
+			// pass over root's members, made here without it.
+			v, variant, found := topMember(root, c.member)
+			if variant >= 0 {
+				return nil, nil, c.caseVariant(variant)
 			}
-			switch v.Kind() {
-			case args.Null:
-				return // left to the schema, like an absent field
-			case args.Number:
-			default:
-				viol = &Violation{Pointer: loc.String(), Keyword: "clamp", Message: "a clamped field must be a number, got " + v.Kind().String()}
-				return
-			}
-			text, ok := repl[v]
-			if !ok {
-				var err error
-				if text, err = canonicalNumber(v); err != nil {
-					viol = &Violation{Pointer: loc.String(), Keyword: "number", Message: err.Error()}
-					return
+			if found {
+				if err := c.apply(v, c.ptr.String, &repl, &at); err != nil {
+					return nil, nil, err
 				}
 			}
-			f, ok := plainIntValue(text)
-			var err error
-			if !ok {
-				f, err = strconv.ParseFloat(text, 64)
-			}
-			if err != nil {
-				viol = &Violation{Pointer: loc.String(), Keyword: "number", Message: errInexact.Error()}
-				return
-			}
-			var to string
-			switch {
-			case f > c.max:
-				to = c.maxText
-			case f < c.min:
-				to = c.minText
-			default:
-				return
-			}
-			if repl == nil {
-				repl = map[args.Value]string{}
-			}
-			repl[v] = to
-			if p := loc.String(); !slices.Contains(at, p) {
-				at = append(at, p)
+			continue
+		}
+		var viol *Violation
+		key, found := c.ptr.SelectExact(root, func(v args.Value, loc args.Loc) {
+			if viol == nil {
+				viol = c.apply(v, loc.String, &repl, &at)
 			}
 		})
 		if found {
-			// A server matching keys without case would read this member as the
-			// clamped field, unclamped.
-			return nil, nil, &Violation{Pointer: c.ptr.String(), Keyword: "clamp",
-				Message: "a member whose key differs only in case (" + strconv.Itoa(len(key)) + " bytes) stands for the clamped field"}
+			return nil, nil, c.caseVariant(len(key))
 		}
 		if viol != nil {
 			return nil, nil, viol
 		}
 	}
 	return repl, at, nil
+}
+
+// topMember returns the member of the object root whose key is name, as
+// [args.Pointer.SelectExact] selects the one-token pointer to it: found is false when
+// there is none, and variant is the length of the first key that differs from name
+// only in case ([args.SameKey]) when name itself is absent, or -1. A present name
+// wins over its case variants, so these are looked for only in its absence.
+func topMember(root args.Value, name string) (v args.Value, variant int, found bool) {
+	if v, ok := root.Lookup(name); ok {
+		return v, -1, true
+	}
+	for key := range root.Members() {
+		if args.SameKey(key, name) {
+			return args.Value{}, len(key), false
+		}
+	}
+	return args.Value{}, -1, false
+}
+
+// caseVariant is the violation of arguments in which a member whose key, n bytes long,
+// differs from the clamped one only in case stands for the clamped field.
+func (c *clamp) caseVariant(n int) *Violation {
+	// A server matching keys without case would read this member as the clamped
+	// field, unclamped.
+	return &Violation{Pointer: c.ptr.String(), Keyword: "clamp",
+		Message: "a member whose key differs only in case (" + strconv.Itoa(n) + " bytes) stands for the clamped field"}
+}
+
+// apply clamps v, the value at the location loc names: a number outside c's range
+// gets the text of the nearest bound in *repl, and its location joins *at. null is
+// left to the schema; any other value that is not a number, or a number without an
+// exact double value, is a violation.
+func (c *clamp) apply(v args.Value, loc func() string, repl *map[args.Value]string, at *[]string) *Violation {
+	switch v.Kind() {
+	case args.Null:
+		return nil // left to the schema, like an absent field
+	case args.Number:
+	default:
+		return &Violation{Pointer: loc(), Keyword: "clamp", Message: "a clamped field must be a number, got " + v.Kind().String()}
+	}
+	text, inRepl := "", false
+	if *repl != nil {
+		text, inRepl = (*repl)[v]
+	}
+	var f float64
+	read := false
+	if !inRepl {
+		// A plain integer is its own canonical text (canonicalNumber), and
+		// plainIntValue reads only plain integers: the common number is read once.
+		if f, read = plainIntValue(v.Raw()); !read {
+			var err error
+			if text, err = canonicalNumber(v); err != nil {
+				return &Violation{Pointer: loc(), Keyword: "number", Message: err.Error()}
+			}
+		}
+	}
+	if !read {
+		if f, read = plainIntValue(text); !read {
+			var err error
+			if f, err = strconv.ParseFloat(text, 64); err != nil {
+				return &Violation{Pointer: loc(), Keyword: "number", Message: errInexact.Error()}
+			}
+		}
+	}
+	var to string
+	switch {
+	case f > c.max:
+		to = c.maxText
+	case f < c.min:
+		to = c.minText
+	default:
+		return nil
+	}
+	if *repl == nil {
+		*repl = map[args.Value]string{}
+	}
+	(*repl)[v] = to
+	if p := loc(); !slices.Contains(*at, p) {
+		*at = append(*at, p)
+	}
+	return nil
 }
 
 // plainIntValue returns the value of raw when it is a plain integer of at most 15

@@ -3,10 +3,14 @@ package schema
 import (
 	"errors"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 const listing = `{
@@ -197,4 +201,71 @@ func TestOpen(t *testing.T) {
 	if _, _, err := root.Check([]byte(`{"extra":1}`)); err != nil {
 		t.Errorf("open root: %v", err)
 	}
+}
+
+// walkedClamps returns a copy of s whose clamps all walk their pointer with
+// args.Pointer.SelectExact: the reference for the shortcut of a clamp on one member.
+func walkedClamps(s *Schema) *Schema {
+	w := *s
+	w.clamps = append([]clamp(nil), s.clamps...)
+	for i := range w.clamps {
+		w.clamps[i].member, w.clamps[i].isTopMember = "", false
+	}
+	return &w
+}
+
+// checkClampShortcut holds CheckValue with the one-member clamps to the same schema
+// with every clamp walking its pointer: the same output, clamped list and violation.
+func checkClampShortcut(t *testing.T, s *Schema, data []byte) {
+	t.Helper()
+	var d args.Doc
+	if d.Decode(data, nil) != nil {
+		return
+	}
+	out, clamped, err := s.CheckValue(d.Root())
+	wout, wclamped, werr := walkedClamps(s).CheckValue(d.Root())
+	if string(out) != string(wout) || !slices.Equal(clamped, wclamped) || errText(err) != errText(werr) {
+		t.Fatalf("CheckValue(%s) = %q %q %v; with the pointers walked %q %q %v", data, out, clamped, err, wout, wclamped, werr)
+	}
+}
+
+// clampShortcutSchemas are schemas with clamps on one member (the shortcut) and on
+// longer pointers and wildcards (the walk), for the differential checks.
+func clampShortcutSchemas(t testing.TB) []*Schema {
+	return []*Schema{
+		mustCompile(t, listing, listingOptions()),
+		mustCompile(t, `{"type":"object","properties":{"head":{"type":"number"},"":{},"a/b":{},"~":{}}}`,
+			&Options{Clamp: map[string]Range{"/head": Ceiling(1000), "/": Between(-1, 1), "/a~1b": Ceiling(3), "/~0": Ceiling(2)}}),
+	}
+}
+
+func TestClampShortcut(t *testing.T) {
+	schemas := clampShortcutSchemas(t)
+	if !schemas[0].clamps[slices.IndexFunc(schemas[0].clamps, func(c clamp) bool { return c.ptr.String() == "/limit" })].isTopMember {
+		t.Fatal("the clamp on /limit does not take the shortcut")
+	}
+	for _, data := range []string{
+		`{"limit":50}`, `{"limit":5000}`, `{"Limit":5000}`, `{"LIMIT":1,"limit":2}`, `{"limıt":5000}`,
+		`{"limit":"x"}`, `{"limit":null}`, `{"limit":1e400}`, `{"limit":-0}`, `{"opt":-4,"limit":1e9}`,
+		`{"pages":[{"size":70}],"limit":200}`, `{"free":{"Limit":99}}`, `{"li\u006dit":5000}`,
+		`{"head":40}`, `{"head":4000}`, `{"Head":4000}`, `{"HEAD":1}`, `{"":5}`, `{"a/b":9}`, `{"~":9}`,
+		`{"head":40,"path":"x"}`, `{"x":1,"head":[1]}`, `{"ſ":1}`, `{"K":1,"head":{}}`,
+	} {
+		for i, s := range schemas {
+			t.Run(strconv.Itoa(i)+data, func(t *testing.T) { checkClampShortcut(t, s, []byte(data)) })
+		}
+	}
+}
+
+// FuzzClampShortcut holds the clamp on one member to the pointer's walk on any
+// arguments.
+func FuzzClampShortcut(f *testing.F) {
+	schemas := clampShortcutSchemas(f)
+	for _, seed := range []string{`{"limit":5000}`, `{"Limit":5}`, `{"head":4000,"Head":1}`, `{"":2,"~":3,"a/b":4}`} {
+		f.Add(uint8(0), []byte(seed))
+		f.Add(uint8(1), []byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		checkClampShortcut(t, schemas[int(which)%len(schemas)], data)
+	})
 }

@@ -429,7 +429,9 @@ func (n *fnode) propIndex(name string) int {
 		return -1
 	}
 	for i := range n.props {
-		if n.props[i].name == name {
+		// Length and first byte first: most names differ there, and then the
+		// comparison costs no call.
+		if p := n.props[i].name; len(p) == len(name) && (len(p) == 0 || p[0] == name[0]) && p == name {
 			return i
 		}
 	}

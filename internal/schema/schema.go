@@ -65,6 +65,11 @@ type clamp struct {
 	min, max float64 // ±Inf when unset
 	minText  string  // the bounds as JSON numbers
 	maxText  string
+	// member is the key of the arguments' member that ptr names when ptr is one
+	// token and not "*" ("/limit"); then the clamp reads the arguments object's
+	// members itself, as ptr.SelectExact would, instead of walking ptr.
+	member      string
+	isTopMember bool
 }
 
 // ErrCompile is wrapped by every error [Compile] returns: the tool's calls must all be
@@ -231,6 +236,9 @@ func compileClamps(sch *jsonschema.Schema, m map[string]Range) ([]clamp, error) 
 		}
 		if len(toks) == 0 {
 			return nil, fmt.Errorf("clamp %q: the arguments object is not a number", p)
+		}
+		if len(toks) == 1 && !toks[0].wild {
+			c.member, c.isTopMember = toks[0].name, true
 		}
 		found := reach(sch, toks)
 		if len(found) == 0 {
