@@ -64,9 +64,11 @@ func (b *Builder) Begin(d *Doc, dst []byte, lim *Limits) {
 // would, as Begin does. The nodes of the members d held stay where they are and are not
 // copied, which costs a fraction of keeping them one by one; Values handed out from d go
 // stale all the same. The text is written over dst's storage. It reports false, and
-// changes nothing, when d holds no document or one a Builder is writing.
+// changes nothing, when d holds no document, one a Builder is writing, or one written
+// under limits that lim does not cover (its members would have to be checked again).
 func (b *Builder) BeginAppend(d *Doc, dst []byte, lim *Limits) bool {
-	if len(d.nodes) == 0 || d.building || len(d.frames) != 0 {
+	l := lim.resolve()
+	if len(d.nodes) == 0 || d.building || len(d.frames) != 0 || !l.covers(d.lim) {
 		return false
 	}
 	root := &d.nodes[0]
@@ -77,6 +79,7 @@ func (b *Builder) BeginAppend(d *Doc, dst []byte, lim *Limits) bool {
 	}
 	d.gen++
 	d.building = true
+	d.strKnown = false // the members to come are not looked at as Decode looks
 	n := int(root.b)
 	d.stack = append(d.stack[:0], d.kids[root.a:]...)
 	d.kids = d.kids[:root.a]
@@ -84,7 +87,7 @@ func (b *Builder) BeginAppend(d *Doc, dst []byte, lim *Limits) bool {
 		d.objs = d.objs[:k-1]
 	}
 	d.frames = append(d.frames[:0], frame{node: 0, base: 0})
-	*b = Builder{d: d, out: append(dst[:0], d.src[:root.end-1]...), l: lim.resolve(), values: d.values, n: n, trust: n <= 64}
+	*b = Builder{d: d, out: append(dst[:0], d.src[:root.end-1]...), l: l, values: d.values, n: n, trust: n <= 64}
 	if b.trust {
 		// The members d held were checked together: only pairs with a new one are
 		// compared.
@@ -215,7 +218,7 @@ func (b *Builder) End() ([]byte, error) {
 		if !b.overBytes() {
 			d.close(len(b.out))
 			d.src = unsafe.String(unsafe.SliceData(b.out), len(b.out))
-			d.values = b.values
+			d.values, d.lim = b.values, b.l
 			if b.trust && b.n <= 64 {
 				b.err = d.finishBuilt(b.fromKeep)
 			} else {

@@ -440,8 +440,8 @@ func FuzzBuilderKeep(f *testing.F) {
 func appendBuild(t *testing.T, data []byte, members []bmember, lim *Limits) (out []byte, err error) {
 	t.Helper()
 	var d Doc
-	if err := d.Decode(data, nil); err != nil {
-		t.Fatalf("test document %s: %v", data, err)
+	if err := d.Decode(data, lim); err != nil {
+		return nil, err
 	}
 	old := d.Root()
 	var b Builder
@@ -453,7 +453,7 @@ func appendBuild(t *testing.T, data []byte, members []bmember, lim *Limits) (out
 	}
 	// The reference: the text up to the closing brace, the members as Member writes them.
 	var ref Doc
-	if err := ref.Decode(data, nil); err != nil {
+	if err := ref.Decode(data, lim); err != nil {
 		t.Fatal(err)
 	}
 	text := []byte(ref.src[:ref.nodes[0].end-1])
@@ -492,6 +492,9 @@ func appendBuild(t *testing.T, data []byte, members []bmember, lim *Limits) (out
 	}
 	if string(out) != string(text) {
 		t.Fatalf("text %s, want %s", out, text)
+	}
+	if !d.Root().StringsMayHold("{}\xef") && holds(d.Root(), "{}\xef") {
+		t.Fatalf("StringsMayHold is false for the built %s, whose strings hold a brace", out)
 	}
 	if diff := cmp.Diff(snapshot(&want), snapshot(&d), cmp.AllowUnexported(node{}), cmpopts.EquateEmpty()); diff != "" {
 		t.Fatalf("the Doc differs from Decode of its text (-want +got):\n%s", diff)
@@ -539,6 +542,25 @@ func TestBuilderAppend(t *testing.T) {
 func TestBuilderAppendRefuses(t *testing.T) {
 	var d, other Doc
 	var b Builder
+	// Members decoded under looser limits than the Builder's are not checked again.
+	if err := d.Decode([]byte(`{"long":"0123456789"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Limits{{MaxStringBytes: 5}, {MaxBytes: 30}, {MaxDepth: 2}, {MaxElements: 100}} {
+		if b.BeginAppend(&d, nil, &l) {
+			t.Errorf("BeginAppend under %+v took a document decoded under the defaults", l)
+		}
+	}
+	if d.Root().Kind() != Object {
+		t.Fatal("a refused BeginAppend changed the document")
+	}
+	if !b.BeginAppend(&d, nil, &Limits{MaxBytes: DefaultMaxBytes * 2}) {
+		t.Error("BeginAppend under looser limits refused")
+	}
+	if _, err := b.End(); err != nil {
+		t.Fatal(err)
+	}
+	d = Doc{}
 	if b.BeginAppend(&d, nil, nil) {
 		t.Error("BeginAppend took an empty Doc")
 	}

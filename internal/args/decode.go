@@ -29,6 +29,12 @@ type Doc struct {
 	// building is set while a Builder writes d: its objects are not checked yet.
 	building bool
 	values   int // the values of the document, as MaxElements counts them
+	// What Decode saw in the source text of strings and keys, for StringsMayHold:
+	// known is set by a Decode that succeeded (a Builder's document leaves it
+	// unset), braces when some string or key held '{' or '}', high when one held
+	// a byte of 0x80 or more. (Escaped text is not looked at: d.buf tells.)
+	strKnown, strBraces, strHigh bool
+	lim                          limits // the limits of the Decode or Builder that wrote the document
 }
 
 // node is one value or object key. Spans are offsets; int32 is enough under MaxBytes.
@@ -90,6 +96,7 @@ func (d *Doc) Root() Value {
 }
 
 func (d *Doc) reset() {
+	d.strKnown, d.strBraces, d.strHigh = false, false, false
 	d.src, d.esc = "", ""
 	d.buf = d.buf[:0]
 	d.nodes = d.nodes[:0]
@@ -126,7 +133,7 @@ func (d *Doc) parse(l *limits) error {
 		}
 		var done bool
 		if i, done, err = d.next(s, i, l); err != nil || done {
-			d.values = values
+			d.values, d.strKnown, d.lim = values, err == nil, *l
 			return err
 		}
 	}
@@ -550,7 +557,7 @@ func plainRun(s string, j int) int {
 func (d *Doc) scanString(s string, i, max int) (a, b int, esc bool, end int, err error) {
 	j := i + 1
 	for j < len(s) {
-		j = plainRun(s, j)
+		j = stringRun(s, j)
 		if j >= len(s) {
 			break
 		}
@@ -564,9 +571,14 @@ func (d *Doc) scanString(s string, i, max int) (a, b int, esc bool, end int, err
 				return i + 1, j, false, j + 1, nil
 			case '\\':
 				return d.unescape(s, i, j, max)
+			case '{', '}':
+				d.strBraces = true
+				j++
+				continue
 			}
 			return 0, 0, false, 0, syntaxError(j, "control character "+describe(c)+" in string; want it escaped")
 		}
+		d.strHigh = true
 		r, size := utf8.DecodeRuneInString(s[j:])
 		if r == utf8.RuneError && size == 1 {
 			return 0, 0, false, 0, syntaxError(j, "invalid UTF-8 in string")
@@ -574,6 +586,24 @@ func (d *Doc) scanString(s string, i, max int) (a, b int, esc bool, end int, err
 		j += size
 	}
 	return 0, 0, false, 0, syntaxError(len(s), "unexpected end of input in string")
+}
+
+// stringRun is plainRun that stops at a brace too, which scanString notes.
+func stringRun(s string, j int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for j+8 <= len(s) {
+		x := load64(s, j)
+		// A brace's byte becomes zero and borrows; a plain byte neither borrows
+		// nor gains a high bit: the lowest flag stays exact.
+		if m := specialBytes(x) | (((x^(lo*'{'))-lo)|((x^(lo*'}'))-lo))&hi; m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	for j < len(s) && s[j] < utf8.RuneSelf && plain[s[j]] && s[j] != '{' && s[j] != '}' {
+		j++
+	}
+	return j
 }
 
 // unescape continues scanString at the first backslash, s[j], writing the unescaped

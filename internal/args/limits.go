@@ -89,3 +89,8 @@ func describe(c byte) string {
 	}
 	return fmt.Sprintf("byte %#02x", c)
 }
+
+// covers reports whether every document within o is within l too.
+func (l limits) covers(o limits) bool {
+	return l.maxBytes >= o.maxBytes && l.maxDepth >= o.maxDepth && l.maxElements >= o.maxElements && l.maxString >= o.maxString
+}

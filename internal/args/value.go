@@ -4,6 +4,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is the JSON type of a [Value].
@@ -111,6 +112,28 @@ func (v Value) StringsMayHold(set string) bool {
 	n := v.node()
 	if n == nil {
 		return false // an invalid value holds nothing
+	}
+	if d := v.d; v.i == 0 && d.strKnown && len(d.buf) == 0 {
+		// The whole of a decoded document without escapes: what Decode saw in
+		// its strings and keys answers for braces and non-ASCII bytes exactly.
+		known := true
+		for i := 0; i < len(set) && known; i++ {
+			switch c := set[i]; {
+			case c == '{' || c == '}':
+				if d.strBraces {
+					return true
+				}
+			case c >= utf8.RuneSelf:
+				if d.strHigh {
+					return true
+				}
+			default:
+				known = false
+			}
+		}
+		if known {
+			return false
+		}
 	}
 	raw := v.d.src[n.start:n.end]
 	if strings.IndexByte(raw, '\\') >= 0 {

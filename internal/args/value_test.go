@@ -252,5 +252,52 @@ func FuzzStringsMayHold(f *testing.F) {
 		for _, e := range d.Root().Members() {
 			check(e)
 		}
+		// Whether any brace: a decoded document without escapes is answered
+		// from what Decode saw, exactly.
+		exact := len(d.buf) == 0 && strings.Contains(set, "{") && strings.Contains(set, "}")
+		for i := 0; i < len(set); i++ {
+			exact = exact && (set[i] == '{' || set[i] == '}')
+		}
+		if exact {
+			if got, want := d.Root().StringsMayHold(set), holds(d.Root(), set); got != want {
+				t.Fatalf("StringsMayHold(%q) of %s = %v, want exactly %v", set, data, got, want)
+			}
+		}
 	})
+}
+
+// TestStringsMayHoldDecoded: the answer Decode's notes give, in every place a
+// brace or a non-ASCII byte can hide, and where an escape sends it to the count.
+func TestStringsMayHoldDecoded(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      bool
+	}{
+		{"no string holds one", `{"a":"x","b":[1,{"c":"d"}],"e":{}}`, false},
+		{"structural braces only", `{"a":{"b":{"c":[{}]}}}`, false},
+		{"a brace in a value", `{"a":"x{y"}`, true},
+		{"a closing brace in a value", `{"a":"}"}`, true},
+		{"a brace in a key", `{"{{k":1}`, true},
+		{"a brace deep down", `{"a":[1,[2,{"b":"c}}"}]]}`, true},
+		{"a brace after eight plain bytes", `{"a":"01234567{"}`, true},
+		{"a brace among eight plain bytes", `{"a":"0123{4567890123"}`, true},
+		{"a closing brace at a word's end", `{"a":"0123456}0123"}`, true},
+		{"no brace, long strings", `{"a":"0123456789abcdefghij","b":"klmnopqrstuvwxyz"}`, false},
+		{"a non-ASCII byte", `{"a":"\uff5b"}`, true},
+		{"a non-ASCII byte written raw", "{\"a\":\"\xef\xbd\x9b\"}", true},
+		{"a non-ASCII key", "{\"\xc3\xa9\":1}", true},
+		{"an escaped brace", `{"a":"\u007b"}`, true},
+		{"an escape, which may hide one", `{"a":"\n"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d Doc
+			if err := d.Decode([]byte(tt.doc), nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Root().StringsMayHold("{}\xef"); got != tt.want {
+				t.Fatalf("StringsMayHold = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

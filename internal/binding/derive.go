@@ -80,15 +80,39 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 	return dst, nil
 }
 
-// deriveTo is derive writing the capability to *c, which a URL's is
-// derived in place, not copied on its way; on error *c holds nothing of use.
+// deriveTo is derive writing the capability to *c, a zero Capability: a
+// URL's and a path's are derived in place, not copied on their way. On
+// error *c holds nothing of use.
 func (a *Arg) deriveTo(c *capability.Capability, v args.Value, o *Options) error {
-	if a.form() == FormURL {
+	switch a.form() {
+	case FormURL:
 		return a.deriveURL(c, v, o)
+	case FormPath:
+		return a.derivePath(c, v, o)
 	}
 	var err error
 	*c, err = a.derive(v, o)
 	return err
+}
+
+// derivePath is derive for an argument of FormPath, writing to *c, a zero
+// Capability.
+func (a *Arg) derivePath(c *capability.Capability, v args.Value, o *Options) error {
+	s, err := stringValue(v)
+	if err != nil {
+		return err
+	}
+	// ASCII text is in NFC (no ASCII character decomposes or combines),
+	// so the normaliser, which allocates, need not look.
+	if o.RequireNFC && !capability.IsASCII(s) && !norm.NFC.IsNormalString(s) {
+		return errNotNFC
+	}
+	p, err := capability.CanonPath(s, &o.Path)
+	if err != nil {
+		return err
+	}
+	c.Kind, c.Path = a.Kind, p
+	return nil
 }
 
 // deriveURL is derive for an argument of FormURL.
@@ -115,20 +139,9 @@ func (a *Arg) deriveURL(c *capability.Capability, v args.Value, o *Options) erro
 func (a *Arg) derive(v args.Value, o *Options) (capability.Capability, error) {
 	switch a.form() {
 	case FormPath:
-		s, err := stringValue(v)
-		if err != nil {
-			return capability.Capability{}, err
-		}
-		// ASCII text is in NFC (no ASCII character decomposes or
-		// combines), so the normaliser, which allocates, need not look.
-		if o.RequireNFC && !capability.IsASCII(s) && !norm.NFC.IsNormalString(s) {
-			return capability.Capability{}, errNotNFC
-		}
-		p, err := capability.CanonPath(s, &o.Path)
-		if err != nil {
-			return capability.Capability{}, err
-		}
-		return capability.Capability{Kind: a.Kind, Path: p}, nil
+		var c capability.Capability
+		err := a.derivePath(&c, v, o)
+		return c, err
 	case FormHost:
 		s, err := stringValue(v)
 		if err != nil {
