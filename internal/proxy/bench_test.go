@@ -127,7 +127,7 @@ func BenchmarkRelayThroughCopy(b *testing.B) { benchRoundTrip(b, "copy") }
 // this package's test binary, its relay runs too (base), for a before/after
 // comparison on the same machine at the same moment.
 func BenchmarkRelayAddedLatency(b *testing.B) {
-	roles := []string{"demo", "copy", "relay", "relay-blocking"}
+	roles := []string{"demo", "copy", "relay", "relay-oscalls", "relay-blocking"}
 	base := os.Getenv("AEGIS_PROXY_BENCH_BASELINE")
 	if base != "" {
 		roles = append(roles, "base")

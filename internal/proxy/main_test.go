@@ -64,10 +64,12 @@ func runChild(role string) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 		return 0
-	case "relay", "relay-blocking":
+	case "relay", "relay-blocking", "relay-oscalls":
 		// aegis run -- demo, with a gate that allows everything; the
 		// client's pipes reopened as aegis run does, or (relay-blocking)
-		// read and written as inherited, each read a blocking read(2).
+		// read and written as inherited, each read a blocking read(2);
+		// relay-oscalls reopens them but reads and writes every pipe with
+		// the runtime's system calls rather than raw ones (see rawPipe).
 		if path := os.Getenv("AEGIS_PROXY_TEST_CPUPROFILE"); path != "" {
 			f, err := os.Create(path)
 			if err == nil {
@@ -76,7 +78,10 @@ func runChild(role string) int {
 			}
 		}
 		in, out, closeStdio := os.Stdin, os.Stdout, func() {}
-		if role == "relay" {
+		if role == "relay-oscalls" {
+			rawPipes = false
+		}
+		if role != "relay-blocking" {
 			in, out, closeStdio = ClientStdio(os.Stdin, os.Stdout)
 		}
 		defer closeStdio()

@@ -148,9 +148,23 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		return fmt.Errorf("proxy: starting the MCP server: %w", err)
 	}
 
+	// Pipes the poller waits for are read and written with raw system
+	// calls (see rawPipe).
+	var toServer io.Writer = inW
+	var fromServer io.Reader = outR
+	if rawPipes {
+		toServer, fromServer = rawWriter(inW, toServer), rawReader(outR, fromServer)
+		if f, ok := stdin.(*os.File); ok {
+			stdin = rawReader(f, stdin)
+		}
+		if f, ok := stdout.(*os.File); ok {
+			stdout = rawWriter(f, stdout)
+		}
+	}
+
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := newRelay(rctx, stdout, inW, gate, options{
+	r := newRelay(rctx, stdout, toServer, gate, options{
 		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight, log: opts.Logger,
 	})
 
@@ -160,7 +174,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		close(exited)
 	}()
 	serverDone := make(chan error, 1)
-	go func() { serverDone <- r.serverLoop(outR) }()
+	go func() { serverDone <- r.serverLoop(fromServer) }()
 	clientDone := make(chan error, 1)
 	go func() { clientDone <- r.clientLoop(stdin) }()
 
@@ -249,6 +263,26 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	r.stop()
 	opts.Logger.Info("proxy: stopped", "server", describeExit(cmd.ProcessState))
 	return err
+}
+
+// rawPipes says whether Run reads and writes pipes with raw system calls
+// where it can; a variable for benchmarks.
+var rawPipes = true
+
+// rawReader returns f as a rawPipe if it can be one, else r.
+func rawReader(f *os.File, r io.Reader) io.Reader {
+	if p := newRawPipe(f); p != nil {
+		return p
+	}
+	return r
+}
+
+// rawWriter returns f as a rawPipe if it can be one, else w.
+func rawWriter(f *os.File, w io.Writer) io.Writer {
+	if p := newRawPipe(f); p != nil {
+		return p
+	}
+	return w
 }
 
 // terminate waits for the server to exit, then asks it to (SIGTERM), then

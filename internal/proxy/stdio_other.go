@@ -2,9 +2,19 @@
 
 package proxy
 
-import "os"
+import (
+	"io"
+	"os"
+)
 
 // reopenPipe returns nil: elsewhere, opening /dev/fd/N may duplicate the
 // descriptor (sharing its open file description, and so its flags) rather
 // than open the pipe afresh, and there may be no such path at all.
 func reopenPipe(*os.File, int) *os.File { return nil }
+
+// newRawPipe returns nil: elsewhere, pipes are read and written as
+// *os.File.
+func newRawPipe(*os.File) *rawPipe { return nil }
+
+// A rawPipe is never made here.
+type rawPipe struct{ io.ReadWriter }
