@@ -67,7 +67,9 @@ func (w *walker) step(k int) step {
 func (w *walker) value(v args.Value) {
 	switch v.Kind() {
 	case args.String:
-		w.locate(v.Str(), false)
+		if s := v.Str(); len(s) >= minFinding {
+			w.locate(s, false)
+		}
 	case args.Number:
 		if raw := v.Raw(); numberMayHold(raw) {
 			w.locate(raw, false)
@@ -81,17 +83,35 @@ func (w *walker) value(v args.Value) {
 	case args.Object:
 		for key, val := range v.Members() {
 			w.push(step{key: key, index: -1})
-			w.locate(key, true)
-			w.value(val)
+			if len(key) >= minFinding {
+				w.locate(key, true)
+			}
+			// A scalar member, the most common, is scanned here: w.value would
+			// read its kind again after a call. A string's text is no longer
+			// than its source text within the quotes, which is cheaper to read.
+			switch val.Kind() {
+			case args.String:
+				if len(val.Raw())-2 >= minFinding {
+					if s := val.Str(); len(s) >= minFinding {
+						w.locate(s, false)
+					}
+				}
+			case args.Number:
+				if raw := val.Raw(); numberMayHold(raw) {
+					w.locate(raw, false)
+				}
+			case args.Array, args.Object:
+				w.value(val)
+			}
 			w.depth--
 		}
 	}
 }
 
+// locate scans s, a string, number or member name at the current path, and records
+// its findings. Strings shorter than minFinding, which Scan passes over, are passed
+// over before the call.
 func (w *walker) locate(s string, inKey bool) {
-	if len(s) < minFinding {
-		return // as Scan finds nothing there
-	}
 	first := anchorFrom(s, 0)
 	if first == len(s) {
 		return // as Scan finds nothing there

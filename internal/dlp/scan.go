@@ -159,13 +159,13 @@ func load64(s string, i int) uint64 {
 // byte is flagged exactly: for an ASCII byte b, with t its low seven bits,
 // (0x7F+n)-t has its high bit set just when b < n, and t+(0x7F-m) just when b > m, and
 // neither term borrows from or carries into the next byte, since t <= 0x7F and n <=
-// 0x80. The &^ x drops the terms of non-ASCII bytes, and the final | x flags them.
+// 0x80. A non-ASCII byte is flagged by its own high bit, whatever its terms say.
 func anchorCandidates(x uint64) uint64 {
 	const lo, hi = 0x0101010101010101, 0x8080808080808080
 	t := x &^ hi
 	punct := (lo*(0x7F+'/') - t) & (t + lo*(0x7F-'$'))    // '%' to '.'
 	digitsUp := (lo*(0x7F+'`') - t) & (t + lo*(0x7F-'/')) // '0' to '_'
-	return ((punct|digitsUp)&^x | x) & hi
+	return (punct | digitsUp | x) & hi
 }
 
 // firstAnchor returns the first anchor among the bytes of s from base that m flags, in
