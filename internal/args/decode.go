@@ -315,15 +315,23 @@ func (d *Doc) finishBuilt(kept uint64) error {
 	}
 	n := &d.nodes[0]
 	kids := d.kids[n.a : n.a+2*n.b]
-	for x := 2; x < len(kids); x += 2 {
+	// Each member not kept against every member before it, and against the
+	// kept ones after it.
+	for x := 0; x < len(kids); x += 2 {
+		if kept&(1<<(x/2)) != 0 {
+			continue
+		}
 		kx := d.text(kids[x])
-		xKept := kept&(1<<(x/2)) != 0
-		for y := 0; y < x; y += 2 {
-			if xKept && kept&(1<<(y/2)) != 0 {
-				continue
+		for y := 0; y < len(kids); y += 2 {
+			if y == x || y > x && kept&(1<<(y/2)) == 0 {
+				continue // itself, or a later new member, which compares with this one
 			}
 			if ky := d.text(kids[y]); !differAtFirst(ky, kx) && sameKeyFolded(ky, kx) {
-				return d.duplicate(kids[y], kids[x])
+				first, second := kids[y], kids[x]
+				if first > second {
+					first, second = second, first
+				}
+				return d.duplicate(first, second)
 			}
 		}
 	}

@@ -203,6 +203,9 @@ func (t *Tool) caseCheckFlat(root args.Value) (plan flatPlan, err error) {
 		i++
 		for j, name := range t.touched {
 			switch {
+			case len(k) > 0 && len(name) > 0 && (k[0]|name[0]) < 0x80 && (k[0]^name[0])&^0x20 != 0:
+				// ASCII first bytes that are neither equal nor a case pair:
+				// not the same key (SameKey's own first test, inline).
 			case !args.SameKey(k, name):
 			case k == name:
 				exact |= 1 << j
