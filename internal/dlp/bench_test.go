@@ -81,3 +81,20 @@ func BenchmarkScanValue(b *testing.B) {
 		dst = ScanValue(d.Root(), dst[:0])
 	}
 }
+
+// BenchmarkScanValueReadCall is the DLP share of the gateway's typical call
+// (BenchmarkCheckAllChecks): read_text_file's arguments, with the encoding the gateway
+// pins.
+func BenchmarkScanValueReadCall(b *testing.B) {
+	var d args.Doc
+	if err := d.Decode([]byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40,"encoding":"utf-8"}`), nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var dst []Located
+	for b.Loop() {
+		if dst = ScanValue(d.Root(), dst[:0]); len(dst) != 0 {
+			b.Fatal(dst)
+		}
+	}
+}

@@ -152,3 +152,24 @@ func BenchmarkCompile(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckValueReadHead is the closed schema's share of the gateway's typical
+// call (BenchmarkCheckAllChecks): read_text_file's arguments, decoded once, checked
+// with a clamp on /head that leaves them as they are.
+func BenchmarkCheckValueReadHead(b *testing.B) {
+	s := mustCompile(b, `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"path":{"type":"string"},"tail":{"type":"number"},"head":{"type":"number"}},"required":["path"]}`,
+		&Options{Clamp: map[string]Range{"/head": Ceiling(1000)}})
+	if s.fast == nil {
+		b.Fatal(s.slowWhy)
+	}
+	var d args.Doc
+	if err := d.Decode([]byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`), nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if out, _, err := s.CheckValue(d.Root()); err != nil || out != nil {
+			b.Fatal(out, err)
+		}
+	}
+}
