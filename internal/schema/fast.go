@@ -532,6 +532,9 @@ func (w *walker) valid(n *fnode, v args.Value) bool {
 	case args.Null, args.Bool:
 		return true
 	case args.String:
+		if n.minLen < 0 && n.maxLen < 0 && n.pattern == nil && n.format == nil {
+			return true // validString would pass it without reading it
+		}
 		return n.validString(v.Str())
 	case args.Number:
 		return n.validNumber(d)
