@@ -90,7 +90,7 @@ func (s *Schema) clamp(root args.Value) (map[args.Value]string, []string, error)
 				return nil, nil, c.caseVariant(variant)
 			}
 			if found {
-				if err := c.apply(v, c.ptr.String, &repl, &at); err != nil {
+				if err := c.apply(v, c.pointer, &repl, &at); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -128,6 +128,9 @@ func topMember(root args.Value, name string) (v args.Value, variant int, found b
 	}
 	return args.Value{}, -1, false
 }
+
+// pointer is the clamp's pointer as text, for a clamp on one member: its location.
+func (c *clamp) pointer() string { return c.ptr.String() }
 
 // caseVariant is the violation of arguments in which a member whose key, n bytes long,
 // differs from the clamped one only in case stands for the clamped field.
