@@ -218,7 +218,7 @@ func (b *Builder) End() ([]byte, error) {
 		if !b.overBytes() {
 			d.close(len(b.out))
 			d.src = unsafe.String(unsafe.SliceData(b.out), len(b.out))
-			d.values, d.lim = b.values, b.l
+			d.values, d.lim, d.borrowed = b.values, b.l, false
 			if b.trust && b.n <= 64 {
 				b.err = d.finishBuilt(b.fromKeep)
 			} else {

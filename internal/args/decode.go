@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Doc is a decoded arguments document. Its zero value is ready to use, and it is reusable:
@@ -35,6 +36,7 @@ type Doc struct {
 	// a byte of 0x80 or more. (Escaped text is not looked at: d.buf tells.)
 	strKnown, strBraces, strHigh bool
 	lim                          limits // the limits of the Decode or Builder that wrote the document
+	borrowed                     bool   // src is DecodeBorrowed's input, not a private copy
 }
 
 // node is one value or object key. Spans are offsets; int32 is enough under MaxBytes.
@@ -69,6 +71,27 @@ type frame struct {
 // The error is a *[SyntaxError] for malformed input, or wraps [ErrLimit] for an input
 // over a limit; both name the byte offset. After an error, d holds no document.
 func (d *Doc) Decode(data []byte, lim *Limits) error {
+	return d.decode(data, lim, false)
+}
+
+// DecodeBorrowed is [Doc.Decode] without the private copy: d reads data itself, and
+// strings read from d's Values share its memory, until [Doc.Own] makes the copy. data
+// MUST NOT change while d holds the document unowned. It is for a caller that often
+// replaces the document before anything read from it outlives the call (a Builder's
+// copy, BeginAppend's text), and so would copy the input for nothing.
+func (d *Doc) DecodeBorrowed(data []byte, lim *Limits) error {
+	return d.decode(data, lim, true)
+}
+
+// Own gives d a private copy of a text DecodeBorrowed left it reading in place. Values
+// taken before stay valid; strings read from them before still share the input.
+func (d *Doc) Own() {
+	if d.borrowed {
+		d.src, d.borrowed = string([]byte(d.src)), false
+	}
+}
+
+func (d *Doc) decode(data []byte, lim *Limits, borrow bool) error {
 	d.gen++
 	d.reset()
 	d.building = false
@@ -79,7 +102,11 @@ func (d *Doc) Decode(data []byte, lim *Limits) error {
 	if len(data) > l.maxBytes {
 		return limitError(l.maxBytes, "input of %d bytes is over MaxBytes %d", len(data), l.maxBytes)
 	}
-	d.src = string(data)
+	if borrow {
+		d.src, d.borrowed = unsafe.String(unsafe.SliceData(data), len(data)), true
+	} else {
+		d.src = string(data)
+	}
 	if err := d.parse(&l); err != nil {
 		d.reset()
 		return err
@@ -96,7 +123,7 @@ func (d *Doc) Root() Value {
 }
 
 func (d *Doc) reset() {
-	d.strKnown, d.strBraces, d.strHigh = false, false, false
+	d.strKnown, d.strBraces, d.strHigh, d.borrowed = false, false, false, false
 	d.src, d.esc = "", ""
 	d.buf = d.buf[:0]
 	d.nodes = d.nodes[:0]

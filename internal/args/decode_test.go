@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // tree converts a decoded value into the shape encoding/json produces with UseNumber, so
@@ -493,4 +494,56 @@ func FuzzFoldKey(f *testing.F) {
 			t.Fatalf("foldKey(%q) = %q, foldKey(%q) = %q; sameKey says %v", a, foldKey(a), b, foldKey(b), want)
 		}
 	})
+}
+
+// TestDecodeBorrowed: a borrowed document reads its input in place until Own copies
+// it; Own keeps every Value valid, and after it the input may change; a Builder's
+// append over a borrowed document owns its own text.
+func TestDecodeBorrowed(t *testing.T) {
+	in := []byte(`{"path":"/a/b","n":[1,{"k":"\u00e9"}]}`)
+	var d Doc
+	if err := d.DecodeBorrowed(in, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := d.Root().Lookup("path")
+	if p.Str() != "/a/b" {
+		t.Fatalf("path %q", p.Str())
+	}
+	in[10] = 'X' // the borrowed text is the input itself
+	if p.Str() != "/X/b" {
+		t.Fatalf("a borrowed document does not read its input: %q", p.Str())
+	}
+	d.Own()
+	in[10] = 'Y'
+	if p.Str() != "/X/b" {
+		t.Fatalf("after Own the document still reads its input: %q", p.Str())
+	}
+	var ref Doc
+	if err := ref.Decode([]byte(`{"path":"/X/b","n":[1,{"k":"\u00e9"}]}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(snapshot(&ref), snapshot(&d), cmp.AllowUnexported(node{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("owned document differs from Decode (-want +got):\n%s", diff)
+	}
+
+	in2 := []byte(`{"a":1}`)
+	if err := d.DecodeBorrowed(in2, nil); err != nil {
+		t.Fatal(err)
+	}
+	var b Builder
+	if !b.BeginAppend(&d, nil, nil) {
+		t.Fatal("BeginAppend refused a borrowed document")
+	}
+	b.StringMember("s", "x")
+	out, err := b.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in2[5] = '2'
+	if d.Root().Raw() != `{"a":1,"s":"x"}` || string(out) != `{"a":1,"s":"x"}` || d.borrowed {
+		t.Fatalf("the appended document %s (borrowed %v) depends on its old input", d.Root().Raw(), d.borrowed)
+	}
+	if err := d.DecodeBorrowed([]byte(`{"a":`), nil); err == nil || d.borrowed || d.Root().Kind() != Invalid {
+		t.Fatal("a failed DecodeBorrowed left a document or a borrow")
+	}
 }

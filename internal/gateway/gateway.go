@@ -150,7 +150,9 @@ type Call struct {
 	Turn      int
 	Server    string
 	Tool      string
-	Arguments []byte // the raw JSON arguments object as the model wrote it
+	// Arguments is the raw JSON arguments object as the model wrote it. It
+	// must not change while Check runs, which reads it in place.
+	Arguments []byte
 	// Refuse, if set, refuses the call whatever the policy says (a step
 	// before the policy refused it: a held tool). The capabilities are
 	// still derived, for the record.
@@ -331,9 +333,12 @@ func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 // not refuse the call; otherwise v is the denying Verdict, and ok false.
 func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *policy.Request, found []dlp.Located, ok bool) {
 	// Decode first, whatever happens next: doc then holds this call's
-	// arguments (or nothing), never a previous call's, for hashArgs.
+	// arguments (or nothing), never a previous call's, for hashArgs. It
+	// reads c.Arguments in place: a shaped call's document is rewritten
+	// before anything read from it outlives the call, and the one that is
+	// not is copied (Own) before the capabilities are derived from it.
 	doc := sc.doc
-	if err := doc.Decode(c.Arguments, &e.limits); err != nil {
+	if err := doc.DecodeBorrowed(c.Arguments, &e.limits); err != nil {
 		*v = deny(fmt.Errorf("arguments: %w", err))
 		return nil, nil, false
 	}
@@ -356,6 +361,10 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	}
 	var rel []capability.Capability
 	if err == nil {
+		// The capabilities, the Verdict's, may hold strings of doc: from
+		// here on it must not share the caller's memory. (Nothing before
+		// keeps a string of it: errors and findings copy what they name.)
+		doc.Own()
 		rel, err = relativeCaps(r.t, doc.Root())
 	}
 	if err != nil {

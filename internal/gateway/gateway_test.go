@@ -265,3 +265,39 @@ func TestArgsHash(t *testing.T) {
 		t.Error("unreadable arguments hash alike")
 	}
 }
+
+// TestVerdictOwnsItsStrings: Check reads the arguments in place, but what it
+// returns must not: a caller reusing its buffer after Check must not change
+// the capabilities of the Verdict it holds, shaped or not.
+func TestVerdictOwnsItsStrings(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tool *Tool
+	}{
+		{"no edit", nil},
+		{"an appended pin", &Tool{Set: []Assign{{Pointer: mustPointer(t, "/encoding"), Value: []byte(`"utf-8"`)}}}},
+		{"a cleared field", &Tool{Clear: []args.Pointer{mustPointer(t, "/head")}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEngine(t, "")
+			if tt.tool != nil {
+				e.servers["fs"].Tools = map[string]*Tool{"read_text_file": tt.tool}
+			}
+			buf := []byte(`{"path":"/home/u/projects/a.txt","head":1}`)
+			v := e.Check(context.Background(), &Call{Server: "fs", Tool: "read_text_file", Arguments: buf})
+			if v.Err != nil || len(v.Caps) != 1 {
+				t.Fatalf("verdict %v, caps %v", v.Err, v.Caps)
+			}
+			fwd := string(v.Arguments)
+			for i := range buf {
+				buf[i] = 'X'
+			}
+			if got := v.Caps[0].Path; got != "/home/u/projects/a.txt" {
+				t.Fatalf("the capability changed with the caller's buffer: %q", got)
+			}
+			if tt.tool != nil && string(v.Arguments) != fwd {
+				t.Fatalf("the shaped arguments changed with the caller's buffer: %s", v.Arguments)
+			}
+		})
+	}
+}
