@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -464,5 +465,99 @@ func TestRecoverEmptyLastSegment(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{segmentName(1)}, names); diff != "" {
 		t.Errorf("segments (-want +got):\n%s", diff)
+	}
+}
+
+// gatedFile holds every fsync until gate is closed, and reports each write.
+type gatedFile struct {
+	segmentFile
+	wrote chan int // the bytes of each write
+	gate  chan struct{}
+}
+
+func (f *gatedFile) Write(b []byte) (int, error) {
+	n, err := f.segmentFile.Write(b)
+	f.wrote <- n
+	return n, err
+}
+
+func (f *gatedFile) Sync() error {
+	<-f.gate
+	return f.segmentFile.Sync()
+}
+
+// TestAnsweredAfterFsync holds the first batch's fsync: its appender must
+// not be answered, the next appenders fill the pending batch up to
+// MaxBatch, the ones after wait for room (or give up, with nothing
+// recorded, when their context ends), and once the fsync returns every
+// entry is acknowledged, each batch one write with its own checkpoint.
+func TestAnsweredAfterFsync(t *testing.T) {
+	dir := t.TempDir()
+	gf := &gatedFile{wrote: make(chan int, 100), gate: make(chan struct{})}
+	l := openT(t, dir, &Options{MaxBatch: 2, wrap: func(f segmentFile) segmentFile {
+		gf.segmentFile = f
+		return gf
+	}})
+	type ack struct {
+		seq uint64
+		err error
+	}
+	acks := make(chan ack, 10)
+	appendAsync := func(ctx context.Context, i int) {
+		go func() {
+			seq, _, err := l.Append(ctx, entryN(i))
+			acks <- ack{seq, err}
+		}()
+	}
+	// waitFor waits until cond holds of the Log's pending batch.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for range 1_000_000 {
+			l.mu.Lock()
+			ok := cond()
+			l.mu.Unlock()
+			if ok {
+				return
+			}
+			runtime.Gosched()
+		}
+		t.Fatalf("gave up waiting for %s", what)
+	}
+
+	appendAsync(context.Background(), 0)
+	<-gf.wrote // the first batch is written; its fsync is held
+	for i := 1; i <= 4; i++ {
+		appendAsync(context.Background(), i)
+	}
+	waitFor("a full pending batch and Appends waiting for room", func() bool {
+		return len(l.pending.res) == 2 && l.waiting
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	appendAsync(ctx, 5)
+	cancel()
+	if a := <-acks; !errors.Is(a.err, context.Canceled) {
+		t.Fatalf("Append waiting for room with its context ended = %d, %v; want context.Canceled", a.seq, a.err)
+	}
+	select {
+	case a := <-acks:
+		t.Fatalf("an Append returned (%d, %v) before the fsync covering the first batch", a.seq, a.err)
+	default:
+	}
+	close(gf.gate)
+	seen := map[uint64]bool{}
+	for range 5 {
+		a := <-acks
+		if a.err != nil || a.seq < 1 || a.seq > 5 || seen[a.seq] {
+			t.Fatalf("Append = %d, %v; want each of seq 1-5 once", a.seq, a.err)
+		}
+		seen[a.seq] = true
+	}
+	st := l.Stats()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyWith(dir, l.PublicKey(), &VerifyOptions{AllSignatures: true})
+	if err != nil || rep.Entries != 5 || rep.Signed != 5 || rep.Checkpoints != st.Batches || st.Largest > 2 || st.Batches < 3 {
+		t.Errorf("Verify = %+v, %v; stats %+v: want 5 entries in batches of at most 2, one checkpoint each", rep, err, st)
 	}
 }
