@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +46,33 @@ func connectCmd(b *testing.B, cmd *exec.Cmd) (*mcp.ClientSession, int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cs.Close() })
+	return cs, cmd.Process.Pid
+}
+
+// connectSockets connects the Go SDK client to cmd over two socket pairs,
+// its standard input and output, and returns its pid too.
+func connectSockets(b *testing.B, cmd *exec.Cmd) (*mcp.ClientSession, int) {
+	b.Helper()
+	var ends [4]*os.File // stdin, client's writer, stdout, client's reader
+	for i := 0; i < 4; i += 2 {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ends[i], ends[i+1] = os.NewFile(uintptr(fds[0]), "child"), os.NewFile(uintptr(fds[1]), "client")
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = ends[0], ends[2], os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	ends[0].Close()
+	ends[2].Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: ends[3], Writer: ends[1]}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close(); cmd.Wait() })
 	return cs, cmd.Process.Pid
 }
 
@@ -122,12 +150,15 @@ func BenchmarkRelayThroughCopy(b *testing.B) { benchRoundTrip(b, "copy") }
 // process in the middle costs.
 //
 // The relay reads the client's pipes as `aegis run` does (reopened, see
-// [ClientStdio]); relay-blocking reads them as inherited, each read a
-// blocking read(2). If $AEGIS_PROXY_BENCH_BASELINE names another build of
-// this package's test binary, its relay runs too (base), for a before/after
-// comparison on the same machine at the same moment.
+// [ClientStdio]); relay-oscalls too, but with the runtime's system calls
+// rather than raw ones (see rawPipe); relay-blocking reads them as
+// inherited, each read a blocking read(2). The roles ending in /socket are
+// given socket pairs, as a Node client gives its children. If
+// $AEGIS_PROXY_BENCH_BASELINE names another build of this package's test
+// binary, its relay runs too (base), for a before/after comparison on the
+// same machine at the same moment.
 func BenchmarkRelayAddedLatency(b *testing.B) {
-	roles := []string{"demo", "copy", "relay", "relay-oscalls", "relay-blocking"}
+	roles := []string{"demo", "copy", "relay", "relay-oscalls", "relay-blocking", "relay/socket", "relay-blocking/socket"}
 	base := os.Getenv("AEGIS_PROXY_BENCH_BASELINE")
 	if base != "" {
 		roles = append(roles, "base")
@@ -137,12 +168,17 @@ func BenchmarkRelayAddedLatency(b *testing.B) {
 	cpu := make([]time.Duration, len(roles))
 	times := make([][]time.Duration, len(roles))
 	for i, role := range roles {
-		cmd := child(role)
+		name, sockets := strings.CutSuffix(role, "/socket")
+		cmd := child(name)
 		if role == "base" {
 			cmd = exec.Command(base, "-test.run=^$")
 			cmd.Env = append(os.Environ(), childEnv+"=relay")
 		}
-		sessions[i], pids[i] = connectCmd(b, cmd)
+		if sockets {
+			sessions[i], pids[i] = connectSockets(b, cmd)
+		} else {
+			sessions[i], pids[i] = connectCmd(b, cmd)
+		}
 		for range 50 {
 			timedCall(b, sessions[i])
 		}

@@ -77,7 +77,11 @@ func runChild(role string) int {
 				defer pprof.StopCPUProfile()
 			}
 		}
-		in, out, closeStdio := os.Stdin, os.Stdout, func() {}
+		var (
+			in         io.Reader = os.Stdin
+			out        io.Writer = os.Stdout
+			closeStdio           = func() {}
+		)
 		if role == "relay-oscalls" {
 			rawPipes = false
 		}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"syscall"
@@ -73,4 +74,20 @@ func reopen(fd, mode int, st *syscall.Stat_t) *os.File {
 		return nil
 	}
 	return f
+}
+
+// socketReader returns f as a socketIO to read, or nil.
+func socketReader(f *os.File) io.ReadCloser {
+	if s := newSocketIO(f, syscall.EPOLLIN); s != nil {
+		return s
+	}
+	return nil
+}
+
+// socketWriter returns f as a socketIO to write, or nil.
+func socketWriter(f *os.File) io.WriteCloser {
+	if s := newSocketIO(f, syscall.EPOLLOUT); s != nil {
+		return s
+	}
+	return nil
 }

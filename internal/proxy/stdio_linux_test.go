@@ -65,7 +65,7 @@ func TestClientStdioReopensPipes(t *testing.T) {
 	}
 	got := map[string]bool{
 		"stdin shared": nonblocking(t, inR), "stdout shared": nonblocking(t, outW),
-		"stdin own": nonblocking(t, in), "stdout own": nonblocking(t, out),
+		"stdin own": nonblocking(t, in.(*os.File)), "stdout own": nonblocking(t, out.(*os.File)),
 	}
 	want := map[string]bool{"stdin shared": false, "stdout shared": false, "stdin own": true, "stdout own": true}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -105,7 +105,7 @@ func TestClientStdioLeavesOthersAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer devNull.Close()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestClientStdioLeavesOthersAlone(t *testing.T) {
 		{"regular file", regular, regular},
 		{"character device", devNull, devNull},
 		{"terminal", tty, tty},
-		{"socket", sock, sock},
+		{"datagram socket", sock, sock},
 		{"closed file", closed, closed},
 		{"nil", nil, nil},
 		// A read end as stdout, a write end as stdin: reopening them the
@@ -160,8 +160,8 @@ func TestClientStdioLeavesOthersAlone(t *testing.T) {
 		r, w := blockingPipe(t)
 		in, out, closeStdio := ClientStdio(r, w)
 		defer closeStdio()
-		if in != r || out != w {
-			t.Errorf("ClientStdio replaced the pipes without /proc (in: %v, out: %v)", in != r, out != w)
+		if in != io.Reader(r) || out != io.Writer(w) {
+			t.Errorf("ClientStdio replaced the pipes without /proc (in: %v, out: %v)", in != io.Reader(r), out != io.Writer(w))
 		}
 	})
 }
@@ -190,7 +190,7 @@ func TestClientStdioFIFO(t *testing.T) {
 	go func() {
 		in, _, closeStdio := ClientStdio(r, nil)
 		defer closeStdio()
-		if in == r {
+		if in == io.Reader(r) {
 			t.Error("ClientStdio did not reopen the FIFO")
 		}
 		b, _ := io.ReadAll(in)

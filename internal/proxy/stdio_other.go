@@ -18,3 +18,9 @@ func newRawPipe(*os.File) *rawPipe { return nil }
 
 // A rawPipe is never made here.
 type rawPipe struct{ io.ReadWriter }
+
+// socketReader returns nil: sockets are read as they are.
+func socketReader(*os.File) io.ReadCloser { return nil }
+
+// socketWriter returns nil: sockets are written as they are.
+func socketWriter(*os.File) io.WriteCloser { return nil }
