@@ -11,6 +11,12 @@ import "bytes"
 func (sc *scanner) jwt(i int) int {
 	s := sc.s
 	const tok = cB64URL
+	// The header is ten bytes of tok or more before i: when one of the eight bytes
+	// before i is not tok, it is shorter, and the walk back is spared (a file name's
+	// extension is the common case).
+	if i < 10 || !b64URLWord(load64(s, i-8)) {
+		return i + 1
+	}
 	h := i
 	for h > 0 && is(s[h-1], tok) {
 		h--
@@ -118,3 +124,19 @@ var b64urlValue = func() (t [256]byte) {
 	}
 	return t
 }()
+
+// b64URLWord reports whether every byte of the little-endian word x is a base64url
+// character (cB64URL: letters, digits, '_' and '-'). For an ASCII byte b with t its low
+// seven bits, each term's high bit is exact per byte, as in [anchorCandidates]: t|0x20
+// is a lower-case letter just when b is a letter, and (t^c)+0x7F has its high bit
+// clear just when b == c; no term carries into the next byte. Non-ASCII bytes fail.
+func b64URLWord(x uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	t := x &^ hi
+	l := t | lo*0x20
+	digit := (lo*(0x7F+':') - t) & (t + lo*(0x7F-'/'))
+	letter := (lo*(0x7F+'{') - l) & (l + lo*(0x7F-'`'))
+	under := ^((t ^ lo*'_') + lo*0x7F)
+	dash := ^((t ^ lo*'-') + lo*0x7F)
+	return (digit|letter|under|dash)&^x&hi == hi
+}

@@ -213,3 +213,56 @@ func FuzzAnchorFrom(f *testing.F) {
 		}
 	})
 }
+
+// TestB64URLWord holds b64URLWord to the character table: every byte value at every
+// place of a word of base64url characters, and words of two odd bytes.
+func TestB64URLWord(t *testing.T) {
+	word := func(b []byte) uint64 { return load64(string(b), 0) }
+	for _, filler := range []byte{'a', 'Z', '0', '_', '-'} {
+		b := []byte(strings.Repeat(string(filler), 8))
+		for p := range 8 {
+			for c := range 256 {
+				b[p] = byte(c)
+				if got, want := b64URLWord(word(b)), is(byte(c), cB64URL); got != want {
+					t.Fatalf("b64URLWord(%q) = %v, want %v", b, got, want)
+				}
+				for q := range 8 {
+					if q == p {
+						continue
+					}
+					for _, d := range []byte{'@', '[', '`', '{', '/', ':', 0x80, 0xC1, 0xE1, '.', ' '} {
+						b[q] = d
+						if b64URLWord(word(b)) {
+							t.Fatalf("b64URLWord(%q) = true", b)
+						}
+					}
+					b[q] = filler
+				}
+			}
+			b[p] = filler
+		}
+	}
+}
+
+// FuzzJWTPrefilter holds the shortcut of jwt to the walk it spares: where it returns
+// early, the base64url run before the '.' is shorter than ten bytes, and the walk
+// would have returned the same.
+func FuzzJWTPrefilter(f *testing.F) {
+	for _, s := range []string{"/home/u/app/handler.go", "eyJhbGciOiJub25lIn0.e30.", "abcdefgh.x", "a-b_c9Z0xy.z", "\xffabcdefgh.", "0123456789."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for i := 0; i < len(s); i++ {
+			if s[i] != '.' || !(i < 10 || !b64URLWord(load64(s, i-8))) {
+				continue
+			}
+			h := i
+			for h > 0 && is(s[h-1], cB64URL) {
+				h--
+			}
+			if i-h >= 10 {
+				t.Fatalf("jwt skips the '.' at %d of %q, whose run of %d bytes may start a header", i, s, i-h)
+			}
+		}
+	})
+}
