@@ -87,21 +87,23 @@ func (w *walker) value(v args.Value) {
 				w.locate(key, true)
 			}
 			// A scalar member, the most common, is scanned here: w.value would
-			// read its kind again after a call. A string's text is no longer
-			// than its source text within the quotes, which is cheaper to read.
-			switch val.Kind() {
-			case args.String:
-				if len(val.Raw())-2 >= minFinding {
+			// read its kind again after a call. Its source text, which is cheaper
+			// to read than its kind, says what it is by its first byte, and a
+			// string's text is no longer than its source text within the quotes.
+			switch raw := val.Raw(); {
+			case raw == "": // an invalid value holds nothing
+			case raw[0] == '"':
+				if len(raw)-2 >= minFinding {
 					if s := val.Str(); len(s) >= minFinding {
 						w.locate(s, false)
 					}
 				}
-			case args.Number:
-				if raw := val.Raw(); numberMayHold(raw) {
+			case raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9':
+				if numberMayHold(raw) {
 					w.locate(raw, false)
 				}
-			case args.Array, args.Object:
-				w.value(val)
+			default:
+				w.value(val) // an object or array; true, false and null hold nothing
 			}
 			w.depth--
 		}
