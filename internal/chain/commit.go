@@ -36,7 +36,11 @@ import (
 // fsynced. That would be safe (a batch is acknowledged only after an fsync
 // that starts after its write), but a batch cut while an fsync runs leaves
 // out what arrives later in that fsync, which then waits two fsyncs instead
-// of one.
+// of one. Hashing entries as they arrive on a goroutine of their own, so
+// that the hashing overlaps the fsync, was tried with the channel design:
+// it shortened the rounds on disk by about a fifth, but each entry then
+// woke that goroutine, which cost 20-60% more CPU per entry. Here the
+// appenders do that work themselves, and nothing is woken per entry.
 
 // batch is a group of entries on its way through the writer. Its appenders
 // add to it under Log.mu; after the writer takes it, it belongs to the

@@ -84,15 +84,14 @@ type Log struct {
 	syncNanos atomic.Int64
 }
 
+// A request is an entry on its way into a batch: encoded, and hashed up to
+// prev, by its appender.
 type request struct {
 	buf []byte // the canonical encoding, less prev and seq
 	t   template
 	pre hash.Hash // SHA-256 of the domain and buf up to prev; nil to hash the whole line
 	sum []byte    // for pre.Sum
 }
-
-// A request is an entry on its way into a batch: encoded, and hashed up to
-// prev, by its appender.
 
 type result struct {
 	seq        uint64

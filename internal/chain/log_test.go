@@ -561,3 +561,25 @@ func TestAnsweredAfterFsync(t *testing.T) {
 		t.Errorf("Verify = %+v, %v; stats %+v: want 5 entries in batches of at most 2, one checkpoint each", rep, err, st)
 	}
 }
+
+// TestAppendPastMaxSeq: the entry numbered MaxSeq is the last; the Append
+// after it fails, and so does every later one, with nothing written.
+func TestAppendPastMaxSeq(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, &Options{wrap: noSync})
+	defer l.Close()
+	l.mu.Lock()
+	l.next = MaxSeq // as if the chain held MaxSeq-1 entries
+	l.mu.Unlock()
+	if seq, _, err := l.Append(context.Background(), entryN(1)); err != nil || seq != MaxSeq {
+		t.Fatalf("Append of entry MaxSeq = %d, %v", seq, err)
+	}
+	for i := range 2 {
+		if seq, _, err := l.Append(context.Background(), entryN(2+i)); err == nil || !strings.Contains(err.Error(), "seq would pass") {
+			t.Errorf("Append past MaxSeq = %d, %v; want the seq refused", seq, err)
+		}
+	}
+	if st := l.Stats(); st.Entries != 1 {
+		t.Errorf("stats %+v: want the one entry", st)
+	}
+}
