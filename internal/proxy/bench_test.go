@@ -55,10 +55,12 @@ func connectSockets(b *testing.B, cmd *exec.Cmd) (*mcp.ClientSession, int) {
 	b.Helper()
 	var ends [4]*os.File // stdin, client's writer, stdout, client's reader
 	for i := 0; i < 4; i += 2 {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 		if err != nil {
 			b.Fatal(err)
 		}
+		syscall.CloseOnExec(fds[0])
+		syscall.CloseOnExec(fds[1])
 		ends[i], ends[i+1] = os.NewFile(uintptr(fds[0]), "child"), os.NewFile(uintptr(fds[1]), "client")
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = ends[0], ends[2], os.Stderr

@@ -16,9 +16,10 @@ import (
 // of its own, which Go's poller waits for in turn. Like a rawPipe, it makes
 // raw system calls, which do not wake sysmon.
 type socketIO struct {
-	fd int             // the socket, not owned
-	ep *os.File        // the epoll instance watching fd, owned
-	rc syscall.RawConn // ep's
+	fd    int             // the socket, not owned
+	ep    *os.File        // the epoll instance watching fd, owned
+	rc    syscall.RawConn // ep's
+	waits int             // waits that found the socket ready, for tests
 }
 
 // newSocketIO returns f as a socketIO waiting for events (EPOLLIN or
@@ -44,8 +45,11 @@ func newSocketIO(f *os.File, events uint32) *socketIO {
 		return nil
 	}
 	// Level-triggered: the instance is readable while the socket is ready,
-	// so that a readiness that came before the wait is not lost.
-	ev := syscall.EpollEvent{Events: events | syscall.EPOLLRDHUP, Fd: int32(fd)}
+	// so that a readiness that came before the wait is not lost. Not
+	// EPOLLRDHUP: the end of the peer's output makes the socket readable
+	// anyway, and for a writer it would be ready for ever while the peer's
+	// input is full, and the writer would spin.
+	ev := syscall.EpollEvent{Events: events, Fd: int32(fd)}
 	if syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, fd, &ev) != nil || syscall.SetNonblock(epfd, true) != nil {
 		syscall.Close(epfd)
 		return nil
@@ -81,6 +85,7 @@ func (s *socketIO) wait() error {
 	if err == nil && errno != 0 {
 		err = os.NewSyscallError("epoll_pwait", errno)
 	}
+	s.waits++
 	return err
 }
 

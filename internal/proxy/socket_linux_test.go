@@ -84,6 +84,29 @@ func TestSocketIOStops(t *testing.T) {
 			t.Errorf("writing to a client that closed its end: %v; want EPIPE", err)
 		}
 	})
+	t.Run("client stops reading after ending its output", func(t *testing.T) {
+		// The client shuts down its writing half of aegis's output socket
+		// (nothing else comes that way) and reads nothing: aegis's write
+		// waits in the poller, and does not spin on a readiness that
+		// concerns the other direction.
+		stdout, client := socketPair(t)
+		_, out, closeStdio := ClientStdio(nil, stdout)
+		syscall.Shutdown(int(client.Fd()), syscall.SHUT_WR)
+		s := out.(*socketIO)
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Write(make([]byte, 16<<20))
+			done <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		closeStdio() // ends the wait
+		if err := <-done; err == nil {
+			t.Error("Write to a client that reads nothing returned no error after the close")
+		}
+		if s.waits > 100 {
+			t.Errorf("the writer woke %d times while the client read nothing; want a few (it spins)", s.waits)
+		}
+	})
 	t.Run("closed while reading", func(t *testing.T) {
 		stdin, _ := socketPair(t)
 		in, _, closeStdio := ClientStdio(stdin, nil)
