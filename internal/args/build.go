@@ -63,7 +63,8 @@ func (b *Builder) Begin(d *Doc, dst []byte, lim *Limits) {
 // brace (whitespace after it dropped), and leaves in d exactly what Decode of that text
 // would, as Begin does. The nodes of the members d held stay where they are and are not
 // copied, which costs a fraction of keeping them one by one; Values handed out from d go
-// stale all the same. The text is written over dst's storage. It reports false, and
+// stale all the same. The text is written over dst's storage, which therefore must not
+// be the text d holds (a Builder's earlier End on d returned it). It reports false, and
 // changes nothing, when d holds no document, one a Builder is writing, or one written
 // under limits that lim does not cover (its members would have to be checked again).
 func (b *Builder) BeginAppend(d *Doc, dst []byte, lim *Limits) bool {

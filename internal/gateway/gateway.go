@@ -189,7 +189,8 @@ type Verdict struct {
 	// canonicalised). A non-nil Err always comes with Effect Deny.
 	Err error
 	// Arguments are the arguments as they would be forwarded; nil when the
-	// call is refused.
+	// call is refused. They are read-only: they may be the Call's own
+	// Arguments, or text that the strings of Caps share.
 	Arguments []byte
 }
 
