@@ -88,4 +88,13 @@
 // [Run] starts the server, relays until one side ends, and shuts the server
 // down: see its documentation. The server's stderr is copied to aegis's
 // stderr and to a log file as it comes.
+//
+// # Waiting
+//
+// The relay waits for both peers in Go's poller, not in threads blocked in
+// read(2): [ClientStdio] gives it the client's pipes or sockets in a form
+// the poller can wait for without changing what the client shares, and Run
+// reads and writes every pipe or socket that the poller waits for with raw
+// system calls, which never block there and do not wake the runtime's
+// monitor thread on every message.
 package proxy
