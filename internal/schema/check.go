@@ -44,6 +44,13 @@ func (s *Schema) CheckValue(root args.Value) (out []byte, clamped []string, err 
 	if root.Kind() != args.Object {
 		return nil, nil, &Violation{Keyword: "json", Message: "arguments must be a JSON object"}
 	}
+	if s.clampInWalk && s.fast != nil {
+		if out, clamped, ok := s.checkClampingInWalk(root); ok {
+			return out, clamped, nil
+		}
+		// The walk met something it does not decide: the full path below decides,
+		// and explains.
+	}
 	var repl map[args.Value]string
 	if len(s.clamps) > 0 {
 		if repl, clamped, err = s.clamp(root); err != nil {
@@ -59,6 +66,59 @@ func (s *Schema) CheckValue(root args.Value) (out []byte, clamped []string, err 
 		return nil, nil, nil
 	}
 	return encode(make([]byte, 0, len(root.Raw())+8), root, repl), clamped, nil
+}
+
+// checkClampingInWalk is CheckValue for a schema with clampInWalk, made in one walk:
+// the fast walk clamps each clamped member of root as it meets it, before checking
+// it. ok is false when the walk does not pass root, a clamp refuses its member, or a
+// clamped member the walk did not meet is present or has a case variant: then the
+// full path decides. When ok, the result is the full path's: the clamps touch
+// distinct members, so the order in which they are applied changes nothing, and the
+// fast walk reads a member's clamped text only for that member.
+func (s *Schema) checkClampingInWalk(root args.Value) (out []byte, clamped []string, ok bool) {
+	w := walker{budget: equalBudget, clamps: s, root: root}
+	if !w.valid(s.fast, root) || w.refused {
+		return nil, nil, false
+	}
+	for k := range s.clamps {
+		if w.met&(1<<k) != 0 {
+			continue
+		}
+		if _, variant, found := topMember(root, s.clamps[k].member); found || variant >= 0 {
+			return nil, nil, false
+		}
+	}
+	if len(w.repl) == 0 {
+		return nil, nil, true
+	}
+	for k := range s.clamps {
+		if w.changed&(1<<k) != 0 {
+			clamped = append(clamped, s.clamps[k].pointer())
+		}
+	}
+	return encode(make([]byte, 0, len(root.Raw())+8), root, w.repl), clamped, true
+}
+
+// clampMember applies the clamps on the member of the arguments object declared as
+// props[p], whose value is v, for a walk that clamps (Schema.clampInWalk). It
+// reports false when a clamp refuses v.
+func (w *walker) clampMember(p int, v args.Value) bool {
+	for k := range w.clamps.clamps {
+		c := &w.clamps.clamps[k]
+		if c.prop != p {
+			continue
+		}
+		var at []string
+		if c.apply(v, c.pointer, &w.repl, &at) != nil {
+			w.refused = true
+			return false
+		}
+		w.met |= 1 << k
+		if len(at) > 0 {
+			w.changed |= 1 << k
+		}
+	}
+	return true
 }
 
 // validate is the slow path: the validator decides, on the arguments converted to

@@ -211,6 +211,15 @@ func walkedClamps(s *Schema) *Schema {
 	for i := range w.clamps {
 		w.clamps[i].member, w.clamps[i].isTopMember = "", false
 	}
+	w.clampInWalk = false
+	return &w
+}
+
+// clampsBeforeWalk returns a copy of s that applies its clamps before the fast walk
+// rather than in it: the reference for Schema.clampInWalk.
+func clampsBeforeWalk(s *Schema) *Schema {
+	w := *s
+	w.clampInWalk = false
 	return &w
 }
 
@@ -227,6 +236,10 @@ func checkClampShortcut(t *testing.T, s *Schema, data []byte) {
 	if string(out) != string(wout) || !slices.Equal(clamped, wclamped) || errText(err) != errText(werr) {
 		t.Fatalf("CheckValue(%s) = %q %q %v; with the pointers walked %q %q %v", data, out, clamped, err, wout, wclamped, werr)
 	}
+	bout, bclamped, berr := clampsBeforeWalk(s).CheckValue(d.Root())
+	if string(out) != string(bout) || !slices.Equal(clamped, bclamped) || errText(err) != errText(berr) {
+		t.Fatalf("CheckValue(%s) = %q %q %v; clamped before the walk %q %q %v", data, out, clamped, err, bout, bclamped, berr)
+	}
 }
 
 // clampShortcutSchemas are schemas with clamps on one member (the shortcut) and on
@@ -236,11 +249,23 @@ func clampShortcutSchemas(t testing.TB) []*Schema {
 		mustCompile(t, listing, listingOptions()),
 		mustCompile(t, `{"type":"object","properties":{"head":{"type":"number"},"":{},"a/b":{},"~":{}}}`,
 			&Options{Clamp: map[string]Range{"/head": Ceiling(1000), "/": Between(-1, 1), "/a~1b": Ceiling(3), "/~0": Ceiling(2)}}),
+		// The gateway's read_text_file, whose one clamp the fast walk applies.
+		mustCompile(t, `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"path":{"type":"string"},"tail":{"type":"number"},"head":{"type":"number"}},"required":["path"]}`,
+			&Options{Clamp: map[string]Range{"/head": Ceiling(1000), "/tail": Between(0, 10)}}),
+		// Clamps in the walk, with an open rest (a case variant passes the schema)
+		// and a bounded member.
+		mustCompile(t, `{"type":"object","properties":{"head":{"type":"integer","maximum":5000},"n":{"type":["number","null"]}},"additionalProperties":true}`,
+			&Options{Clamp: map[string]Range{"/head": Ceiling(1000), "/n": Between(-5, 5)}, Open: []string{""}}),
 	}
 }
 
 func TestClampShortcut(t *testing.T) {
 	schemas := clampShortcutSchemas(t)
+	for _, i := range []int{2, 3} {
+		if !schemas[i].clampInWalk {
+			t.Fatalf("schema %d does not clamp in the walk", i)
+		}
+	}
 	if !schemas[0].clamps[slices.IndexFunc(schemas[0].clamps, func(c clamp) bool { return c.ptr.String() == "/limit" })].isTopMember {
 		t.Fatal("the clamp on /limit does not take the shortcut")
 	}
@@ -250,6 +275,10 @@ func TestClampShortcut(t *testing.T) {
 		`{"pages":[{"size":70}],"limit":200}`, `{"free":{"Limit":99}}`, `{"li\u006dit":5000}`,
 		`{"head":40}`, `{"head":4000}`, `{"Head":4000}`, `{"HEAD":1}`, `{"":5}`, `{"a/b":9}`, `{"~":9}`,
 		`{"head":40,"path":"x"}`, `{"x":1,"head":[1]}`, `{"ſ":1}`, `{"K":1,"head":{}}`,
+		`{"path":"/a","head":40}`, `{"path":"/a","head":4000,"tail":-3}`, `{"head":4000,"path":1}`,
+		`{"path":"/a","Head":4000}`, `{"path":"/a","head":"x","tail":1e400}`, `{"tail":20,"head":2000,"path":"p"}`,
+		`{"head":700}`, `{"head":1000.5}`, `{"head":7000,"n":null}`, `{"head":7000,"n":9,"HEAD":1}`, `{"N":9}`, `{"head":1.5}`,
+		`{"head":-1e400}`, `{"head":600,"n":"x"}`, `{"n":-9,"head":10}`,
 	} {
 		for i, s := range schemas {
 			t.Run(strconv.Itoa(i)+data, func(t *testing.T) { checkClampShortcut(t, s, []byte(data)) })
@@ -261,9 +290,11 @@ func TestClampShortcut(t *testing.T) {
 // arguments.
 func FuzzClampShortcut(f *testing.F) {
 	schemas := clampShortcutSchemas(f)
-	for _, seed := range []string{`{"limit":5000}`, `{"Limit":5}`, `{"head":4000,"Head":1}`, `{"":2,"~":3,"a/b":4}`} {
-		f.Add(uint8(0), []byte(seed))
-		f.Add(uint8(1), []byte(seed))
+	for _, seed := range []string{`{"limit":5000}`, `{"Limit":5}`, `{"head":4000,"Head":1}`, `{"":2,"~":3,"a/b":4}`,
+		`{"path":"/a","head":4000,"tail":-3}`, `{"head":7000,"n":9}`} {
+		for i := range schemas {
+			f.Add(uint8(i), []byte(seed))
+		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		checkClampShortcut(t, schemas[int(which)%len(schemas)], data)

@@ -442,6 +442,13 @@ func (n *fnode) propIndex(name string) int {
 type walker struct {
 	repl   map[args.Value]string // numbers a clamp rewrote
 	budget int                   // comparison steps left for uniqueItems
+	// clamps is the schema whose clamps the walk applies as it meets their
+	// members, members of root (Schema.clampInWalk), or nil.
+	clamps  *Schema
+	root    args.Value
+	met     uint64 // bit k: clamp k's member was met and clamped
+	changed uint64 // bit k: clamp k rewrote its member
+	refused bool   // a clamp refused its member
 }
 
 // equalBudget caps the comparison steps of one call's uniqueItems checks, which are
@@ -629,6 +636,9 @@ func (w *walker) validObject(n *fnode, v args.Value) bool {
 		if p := n.propIndex(key); p >= 0 {
 			if p < 64 {
 				seen |= 1 << p
+			}
+			if w.clamps != nil && n == w.clamps.fast && v == w.root && !w.clampMember(p, e) {
+				return false
 			}
 			if !w.valid(n.props[p].node, e) {
 				return false

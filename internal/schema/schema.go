@@ -22,6 +22,9 @@ type Schema struct {
 	slowWhy  string             // why fast is nil
 	clamps   []clamp
 	limits   *args.Limits
+	// clampInWalk is set when every clamp is on a member that the fast path's root
+	// declares: the fast walk then clamps each as it meets it (see [walker]).
+	clampInWalk bool
 }
 
 // Options configures [Compile]. The zero value (or nil) closes every object, clamps
@@ -70,6 +73,7 @@ type clamp struct {
 	// members itself, as ptr.SelectExact would, instead of walking ptr.
 	member      string
 	isTopMember bool
+	prop        int // with clampInWalk: the index of member in the fast root's props
 }
 
 // ErrCompile is wrapped by every error [Compile] returns: the tool's calls must all be
@@ -166,7 +170,27 @@ func compile(inputSchema []byte, o *Options) (*Schema, error) {
 	if s.clamps, err = compileClamps(sch, o.Clamp); err != nil {
 		return nil, err
 	}
+	s.planClampInWalk()
 	return s, nil
+}
+
+// planClampInWalk sets clampInWalk when the fast path can clamp as it walks: every
+// clamp (of at most 64) is on one member of the arguments that the fast path's root
+// declares.
+func (s *Schema) planClampInWalk() {
+	if s.fast == nil || len(s.clamps) == 0 || len(s.clamps) > 64 {
+		return
+	}
+	for i := range s.clamps {
+		c := &s.clamps[i]
+		if !c.isTopMember {
+			return
+		}
+		if c.prop = s.fast.propIndex(c.member); c.prop < 0 {
+			return
+		}
+	}
+	s.clampInWalk = true
 }
 
 // build compiles a closed (or translated) tree with the validator.
