@@ -637,7 +637,7 @@ func (w *walker) validObject(n *fnode, v args.Value) bool {
 			if p < 64 {
 				seen |= 1 << p
 			}
-			if w.clamps != nil && n == w.clamps.fast && v == w.root && !w.clampMember(p, e) {
+			if w.clamps != nil && p < 64 && w.clamps.clampProps&(1<<p) != 0 && n == w.clamps.fast && v == w.root && !w.clampMember(p, e) {
 				return false
 			}
 			if !w.valid(n.props[p].node, e) {

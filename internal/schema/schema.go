@@ -25,6 +25,7 @@ type Schema struct {
 	// clampInWalk is set when every clamp is on a member that the fast path's root
 	// declares: the fast walk then clamps each as it meets it (see [walker]).
 	clampInWalk bool
+	clampProps  uint64 // with clampInWalk: bit p when a clamp is on props[p] of the fast root
 }
 
 // Options configures [Compile]. The zero value (or nil) closes every object, clamps
@@ -186,9 +187,12 @@ func (s *Schema) planClampInWalk() {
 		if !c.isTopMember {
 			return
 		}
-		if c.prop = s.fast.propIndex(c.member); c.prop < 0 {
+		if c.prop = s.fast.propIndex(c.member); c.prop < 0 || c.prop >= 64 {
 			return
 		}
+	}
+	for i := range s.clamps {
+		s.clampProps |= 1 << s.clamps[i].prop
 	}
 	s.clampInWalk = true
 }
