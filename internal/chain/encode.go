@@ -267,36 +267,74 @@ const hexDigits = "0123456789abcdef"
 // digits, so that one instant has one encoding.
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// appendTime appends t in timeLayout; ok is false if its year (in UTC) is
-// outside 0000-9999, which the layout cannot hold.
+// appendTime appends t in timeLayout; ok is false, and nothing appended,
+// if its year (in UTC) is outside 0000-9999, which the layout cannot hold.
+// It computes the civil date from the Unix day number (the days_from_civil
+// inverse of H. Hinnant's chrono algorithms, proleptic Gregorian like
+// package time) and writes digits in pairs; FuzzAppendTime holds it to
+// time.Format.
 func appendTime(dst []byte, t time.Time) (out []byte, ok bool) {
-	t = t.UTC()
-	y, mo, d := t.Date()
-	h, mi, s := t.Clock()
-	dst = appendDigits(dst, y, 4)
-	dst = append(dst, '-')
-	dst = appendDigits(dst, int(mo), 2)
-	dst = append(dst, '-')
-	dst = appendDigits(dst, d, 2)
-	dst = append(dst, 'T')
-	dst = appendDigits(dst, h, 2)
-	dst = append(dst, ':')
-	dst = appendDigits(dst, mi, 2)
-	dst = append(dst, ':')
-	dst = appendDigits(dst, s, 2)
-	dst = append(dst, '.')
-	dst = appendDigits(dst, t.Nanosecond(), 9)
-	return append(dst, 'Z'), 0 <= y && y <= 9999
+	sec := t.Unix()
+	days, rem := sec/86400, sec%86400
+	if rem < 0 {
+		days, rem = days-1, rem+86400
+	}
+	// Days since 0000-03-01, in 400-year eras of 146,097 days.
+	z := days + 719468
+	era := z / 146097
+	if z%146097 < 0 {
+		era--
+	}
+	doe := z - era*146097                                  // day of era, 0-146096
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of era, 0-399
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the year from March 1, 0-365
+	mp := (5*doy + 2) / 153                                // month from March, 0-11
+	y, m, d := yoe+era*400, mp+3, doy-(153*mp+2)/5+1
+	if m > 12 {
+		y, m = y+1, m-12
+	}
+	if y < 0 || y > 9999 {
+		return dst, false
+	}
+	ns := t.Nanosecond()
+	var b [len(timeLayout)]byte
+	put2(b[0:], int(y/100))
+	put2(b[2:], int(y%100))
+	b[4] = '-'
+	put2(b[5:], int(m))
+	b[7] = '-'
+	put2(b[8:], int(d))
+	b[10] = 'T'
+	put2(b[11:], int(rem/3600))
+	b[13] = ':'
+	put2(b[14:], int(rem/60%60))
+	b[16] = ':'
+	put2(b[17:], int(rem%60))
+	b[19] = '.'
+	b[20] = byte('0' + ns/100_000_000)
+	put2(b[21:], ns/1_000_000%100)
+	put2(b[23:], ns/10_000%100)
+	put2(b[25:], ns/100%100)
+	put2(b[27:], ns%100)
+	b[29] = 'Z'
+	return append(dst, b[:]...), true
 }
 
-func appendDigits(dst []byte, v, width int) []byte {
-	var buf [9]byte
-	for i := width - 1; i >= 0; i-- {
-		buf[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return append(dst, buf[:width]...)
+// put2 writes v, 0-99, as two decimal digits.
+func put2(b []byte, v int) {
+	b[0], b[1] = digitPairs[2*v], digitPairs[2*v+1]
 }
+
+const digitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
 
 // hasher computes entry hashes without allocating. It is not safe for
 // concurrent use.

@@ -436,3 +436,58 @@ func agree(t *testing.T, e *Entry) {
 		t.Fatalf("encodeEntry wrote\n%s\nappendCanonical\n%s", got, ref)
 	}
 }
+
+// TestAppendTime holds appendTime to time.Format at the edges of its
+// calendar arithmetic: eras, centuries, leap days, the first and last
+// instants it can write and the ones just outside.
+func TestAppendTime(t *testing.T) {
+	tests := []struct {
+		name string
+		t    time.Time
+	}{
+		{"Unix epoch", time.Unix(0, 0)},
+		{"just before the epoch", time.Unix(-1, 999_999_999)},
+		{"first instant", time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"last instant", time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)},
+		{"just before year 0", time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).Add(-1)},
+		{"just after year 9999", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"year 0 is a leap year", time.Date(0, 2, 29, 12, 0, 0, 0, time.UTC)},
+		{"day after 0000-02-29", time.Date(0, 3, 1, 0, 0, 0, 0, time.UTC)},
+		{"2000-02-29", time.Date(2000, 2, 29, 23, 59, 59, 1, time.UTC)},
+		{"1900-02-28 then March", time.Date(1900, 3, 1, 0, 0, 0, 0, time.UTC)},
+		{"2100-03-01", time.Date(2100, 3, 1, 0, 0, 0, 0, time.UTC)},
+		{"2400-02-29", time.Date(2400, 2, 29, 0, 0, 0, 0, time.UTC)},
+		{"end of 1999", time.Date(1999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)},
+		{"zone east of UTC, previous day in UTC", time.Date(2026, 1, 1, 0, 30, 0, 5, time.FixedZone("+01", 3600))},
+		{"9999 east of UTC is 9998 in UTC", time.Date(10000, 1, 1, 0, 30, 0, 0, time.FixedZone("+01", 3600))},
+		{"far past", time.Unix(-1<<62, 0)},
+		{"far future", time.Unix(1<<62, 0)},
+		{"zero Time (year 1)", time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkAppendTime(t, tt.t)
+		})
+	}
+}
+
+// checkAppendTime fails t unless appendTime writes tm as time.Format does,
+// or refuses it exactly when its UTC year is outside 0000-9999.
+func checkAppendTime(t *testing.T, tm time.Time) {
+	t.Helper()
+	u := tm.UTC()
+	valid := u.Year() >= 0 && u.Year() <= 9999
+	got, ok := appendTime([]byte("x"), tm)
+	if ok != valid {
+		t.Fatalf("appendTime(%v) ok = %v, want %v", u, ok, valid)
+	}
+	if !ok {
+		if string(got) != "x" {
+			t.Fatalf("appendTime(%v) refused but appended %q", u, got)
+		}
+		return
+	}
+	if want := "x" + u.Format(timeLayout); string(got) != want {
+		t.Fatalf("appendTime(%v) = %s, want %s", u, got, want)
+	}
+}

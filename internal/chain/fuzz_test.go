@@ -307,3 +307,16 @@ func FuzzEncodeString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendTime holds appendTime's calendar arithmetic to time.Format.
+func FuzzAppendTime(f *testing.F) {
+	f.Add(int64(0), int64(0))
+	f.Add(int64(-62167219200), int64(0))           // 0000-01-01
+	f.Add(int64(253402300799), int64(999_999_999)) // 9999-12-31T23:59:59
+	f.Add(int64(951782400), int64(1))              // 2000-02-29
+	f.Fuzz(func(t *testing.T, sec, nsec int64) {
+		checkAppendTime(t, time.Unix(sec, nsec))
+		// Most of int64 is far outside 0000-9999; fold sec into it too.
+		checkAppendTime(t, time.Unix(sec%(10_001*366*86400)-62167219200, nsec))
+	})
+}
