@@ -318,13 +318,22 @@ func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 	sc.reset()
 	var r route
 	var v Verdict
-	req, _, ok := e.prepare(c, &sc, &r, &v)
+	req, found, ok := e.prepare(c, &sc, &r, &v)
 	if !ok {
 		return v, nil
 	}
 	x := e.policy.Explain(req)
+	// As check decides, but counting nothing against a cap.
 	e.decideInto(&v, req, v.Arguments)
-	e.afterPolicy(ctx, &v, c, &r, sc.doc, req.Origin, false)
+	withFindings(&v, r.s, found)
+	if c.Refuse == nil {
+		e.afterPolicy(ctx, &v, c, &r, sc.doc, req.Origin, false)
+	} else {
+		v.refuse(c.Refuse)
+	}
+	if v.Effect == policy.Deny {
+		v.Arguments = nil
+	}
 	return v, &x
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"os"
 	"path"
@@ -297,6 +298,37 @@ func TestVerdictOwnsItsStrings(t *testing.T) {
 			}
 			if tt.tool != nil && string(v.Arguments) != fwd {
 				t.Fatalf("the shaped arguments changed with the caller's buffer: %s", v.Arguments)
+			}
+		})
+	}
+}
+
+// TestExplainDecidesAsCheck: Explain gives the Verdict Check gives (but for
+// counting caps): a DLP finding that asks, a refusal from before the policy,
+// a denial's arguments withheld.
+func TestExplainDecidesAsCheck(t *testing.T) {
+	e := newEngine(t, "")
+	fs := e.servers["fs"]
+	fs.DLP = &DLP{Arguments: dlp.Actions{Default: dlp.ActionAsk}}
+	held := &Refusal{Rule: "aegis:held", Err: errors.New("held")}
+	for _, tt := range []struct {
+		name string
+		c    Call
+		want policy.Effect
+	}{
+		{"allowed", Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"/home/u/projects/a"}`)}, policy.Allow},
+		{"a secret that asks", Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"/home/u/projects/AKIAQ3EGTV7KPZ4HXW2M"}`)}, policy.Ask},
+		{"refused before the policy", Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"/home/u/projects/a"}`), Refuse: held}, policy.Deny},
+		{"denied", Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"/home/u/.ssh/id_rsa"}`)}, policy.Deny},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cv := e.Check(context.Background(), &tt.c)
+			xv, _ := e.Explain(context.Background(), &tt.c)
+			if cv.Effect != tt.want || xv.Effect != tt.want {
+				t.Fatalf("Check %v, Explain %v, want %v (%s / %s)", cv.Effect, xv.Effect, tt.want, cv.Reason(), xv.Reason())
+			}
+			if (cv.Arguments == nil) != (xv.Arguments == nil) || RuleOf(&cv) != RuleOf(&xv) {
+				t.Fatalf("Check (rule %q, args %s) and Explain (rule %q, args %s) differ", RuleOf(&cv), cv.Arguments, RuleOf(&xv), xv.Arguments)
 			}
 		})
 	}
