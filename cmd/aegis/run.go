@@ -147,8 +147,8 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	if in, ok := stdin.(*os.File); ok {
 		if out, ok := stdout.(*os.File); ok {
-			// The client's pipes, waited for by Go's poller rather than
-			// by a thread blocked in read(2).
+			// The client's pipes or sockets, waited for by Go's poller
+			// rather than by a thread blocked in read(2).
 			var closeStdio func()
 			stdin, stdout, closeStdio = proxy.ClientStdio(in, out)
 			defer closeStdio()
