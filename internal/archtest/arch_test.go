@@ -2,7 +2,11 @@ package archtest
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +16,10 @@ const module = "github.com/aegis-mcp/aegis"
 
 type pkg struct {
 	ImportPath string
+	Dir        string
 	Doc        string
 	Imports    []string
+	GoFiles    []string
 }
 
 func listPackages(t *testing.T) []pkg {
@@ -71,6 +77,13 @@ var pure = []string{"internal/args", "internal/capability", "internal/binding", 
 // that its injected Readlink returns, and makes no call.
 var ioImports = []string{"os", "os/exec", "net", "net/http", "io/ioutil", "plugin", "unsafe"}
 
+// unsafeViews are the pure packages that may import unsafe, and why; they may
+// use it only to view bytes as a string (unsafe.String of unsafe.SliceData),
+// never for pointer arithmetic or conversions between types.
+var unsafeViews = map[string]string{
+	"internal/args": "a Doc reads the text it decodes or builds as a string without copying it (DecodeBorrowed, Builder.End)",
+}
+
 // sdkAllowed may import the MCP SDK; nothing below the protocol layer may.
 var sdkAllowed = []string{"cmd/aegis", "e2e", "internal/proxy", "internal/demoserver"}
 
@@ -92,6 +105,9 @@ func TestLayers(t *testing.T) {
 			if strings.HasPrefix(imp, "github.com/modelcontextprotocol/") && !slices.Contains(sdkAllowed, rel) {
 				t.Errorf("%s imports the MCP SDK (%s); only %v may", rel, imp, sdkAllowed)
 			}
+			if imp == "unsafe" && unsafeViews[rel] != "" {
+				continue // TestUnsafeViews says how
+			}
 			if slices.Contains(pure, rel) && slices.Contains(ioImports, imp) {
 				t.Errorf("%s imports %s; it must do no I/O", rel, imp)
 			}
@@ -104,5 +120,50 @@ func TestEveryPackageHasDoc(t *testing.T) {
 		if strings.TrimSpace(p.Doc) == "" {
 			t.Errorf("%s has no package doc comment", p.ImportPath)
 		}
+	}
+}
+
+// TestUnsafeViews: a package of unsafeViews uses nothing of unsafe but
+// String and SliceData.
+func TestUnsafeViews(t *testing.T) {
+	seen := 0
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if unsafeViews[rel] == "" {
+			continue
+		}
+		seen++
+		for _, name := range p.GoFiles {
+			file := filepath.Join(p.Dir, name)
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := ""
+			for _, im := range f.Imports {
+				if im.Path.Value == `"unsafe"` {
+					local = "unsafe"
+					if im.Name != nil {
+						local = im.Name.Name
+					}
+				}
+			}
+			if local == "" {
+				continue
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == local && sel.Sel.Name != "String" && sel.Sel.Name != "SliceData" {
+					t.Errorf("%s uses unsafe.%s; %s may only view bytes as a string", file, sel.Sel.Name, rel)
+				}
+				return true
+			})
+		}
+	}
+	if seen != len(unsafeViews) {
+		t.Fatalf("found %d of the %d packages of unsafeViews", seen, len(unsafeViews))
 	}
 }
