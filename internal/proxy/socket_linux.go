@@ -16,6 +16,7 @@ import (
 // of its own, which Go's poller waits for in turn. Like a rawPipe, it makes
 // raw system calls, which do not wake sysmon.
 type socketIO struct {
+	f     *os.File        // the socket's File, held so that its finalizer cannot close fd
 	fd    int             // the socket, not owned
 	ep    *os.File        // the epoll instance watching fd, owned
 	rc    syscall.RawConn // ep's
@@ -60,7 +61,7 @@ func newSocketIO(f *os.File, events uint32) *socketIO {
 		ep.Close()
 		return nil
 	}
-	return &socketIO{fd: fd, ep: ep, rc: rc}
+	return &socketIO{f: f, fd: fd, ep: ep, rc: rc}
 }
 
 // wait returns when the socket may be ready, or an error once s is closed.
