@@ -59,10 +59,14 @@ func (v Value) Kind() Kind {
 
 // Str returns a string value's text, unescaped; "" for any other kind.
 func (v Value) Str() string {
-	if n := v.node(); n != nil && n.kind == String {
-		return v.d.text(v.i)
+	n := v.node()
+	switch {
+	case n == nil || n.kind != String:
+		return ""
+	case n.esc:
+		return v.d.esc[n.a:n.b]
 	}
-	return ""
+	return v.d.src[n.a:n.b]
 }
 
 // Raw returns the value's exact source text, such as `-1.50e+3`, `true` or `"a\nb"`; for
