@@ -196,6 +196,10 @@ type runGate struct {
 
 	mu      sync.Mutex
 	schemas map[pin.Digest][]byte // input schemas by pinned definition
+
+	// mem lends each call's check its storage (gateway.CallMem), taken
+	// back when Call returns: what Call returns is copied out of it.
+	mem sync.Pool
 }
 
 // ruleHeld is the rule id recorded for a call to a held tool.
@@ -234,7 +238,12 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 		// client calls without its having been listed has none.
 		call.Refuse = &gateway.Refusal{Rule: gateway.RuleSchema, Err: fmt.Errorf("tool %q was never listed by the server, so its arguments cannot be checked against its schema", c.Tool)}
 	}
-	v, err := g.rec.Call(ctx, call, schema)
+	m, _ := g.mem.Get().(*gateway.CallMem)
+	if m == nil {
+		m = new(gateway.CallMem)
+	}
+	defer g.mem.Put(m)
+	v, err := g.rec.CallWith(ctx, call, schema, m)
 	if err != nil {
 		return proxy.Verdict{}, err
 	}
@@ -243,7 +252,9 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 	case policy.Allow:
 		out := proxy.Verdict{Forward: true}
 		if !bytes.Equal(v.Arguments, c.Arguments) {
-			out.Arguments = v.Arguments // shaped: pinned fields, identity, neutralised templates
+			// Shaped (pinned fields, identity, neutralised templates), in
+			// m, which the next call reuses: copied out.
+			out.Arguments = bytes.Clone(v.Arguments)
 		}
 		return out, nil
 	case policy.Ask:

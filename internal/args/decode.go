@@ -91,6 +91,17 @@ func (d *Doc) Own() {
 	}
 }
 
+// OwnIn is [Doc.Own] copying the text into *buf's storage (grown as needed, and
+// left in *buf) rather than a new allocation: d then reads *buf, which the caller
+// MUST NOT modify or reuse while d holds the document or strings read from it are in
+// use.
+func (d *Doc) OwnIn(buf *[]byte) {
+	if d.borrowed {
+		*buf = append((*buf)[:0], d.src...)
+		d.src, d.borrowed = unsafe.String(unsafe.SliceData(*buf), len(*buf)), false
+	}
+}
+
 func (d *Doc) decode(data []byte, lim *Limits, borrow bool) error {
 	d.gen++
 	d.reset()

@@ -547,3 +547,32 @@ func TestDecodeBorrowed(t *testing.T) {
 		t.Fatal("a failed DecodeBorrowed left a document or a borrow")
 	}
 }
+
+// TestOwnIn: OwnIn copies a borrowed text into the buffer it is lent, and
+// only a borrowed one.
+func TestOwnIn(t *testing.T) {
+	in := []byte(`{"path":"/a/b"}`)
+	var d Doc
+	if err := d.DecodeBorrowed(in, nil); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 4)
+	d.OwnIn(&buf)
+	in[10] = 'X'
+	if p, _ := d.Root().Lookup("path"); p.Str() != "/a/b" || string(buf) != `{"path":"/a/b"}` {
+		t.Fatalf("after OwnIn: path %q, buffer %s", p.Str(), buf)
+	}
+	before := string(buf)
+	d.OwnIn(&buf) // owned already: nothing copied
+	if string(buf) != before {
+		t.Fatal("OwnIn copied an owned text again")
+	}
+	if err := d.Decode([]byte(`{"k":1}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	buf = buf[:0]
+	d.OwnIn(&buf)
+	if len(buf) != 0 {
+		t.Fatal("OwnIn copied the text of a Decode, which owns its copy")
+	}
+}

@@ -258,7 +258,10 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size 
 		ids = append(ids, strings.ToValidUTF8(v, "\uFFFD"))
 	}
 	b := &sc.b
-	buf := make([]byte, 0, size+t.setBytes)
+	buf := sc.mem.out[:0]
+	if cap(buf) < size+t.setBytes {
+		buf = make([]byte, 0, size+t.setBytes)
+	}
 	var next *args.Doc // the spare document, when the members are copied
 	var placed uint64  // the set fields written in the model's member's place (a flat tool has at most 64)
 	if !plan.known || plan.drop != 0 || !b.BeginAppend(sc.doc, buf, &e.limits) {
@@ -296,6 +299,7 @@ func (e *Engine) shapeFlat(c *Call, t *Tool, sc *scratch, root args.Value, size 
 	if err != nil {
 		return nil, refusal(RuleShape, "the shaped arguments: %v", err)
 	}
+	sc.mem.out = out // kept, grown, for the next call on this storage
 	if next != nil {
 		sc.doc = next
 	}

@@ -226,6 +226,7 @@ func (v *Verdict) Rules() []string {
 // The capabilities are not reused, because the Verdict's Decision refers to
 // them.
 type scratch struct {
+	mem  *CallMem // the call's storage, during a check
 	docs [2]args.Doc
 	// doc is the arguments as they stand: one of docs, the other spare
 	// for a step that writes new arguments.
@@ -251,7 +252,26 @@ var ErrUnknownServer = errors.New("unknown server")
 // Check runs the pipeline for c. It never returns an undecided call: every
 // failure is a Verdict with Effect Deny and Err set.
 func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
-	v, _ := e.check(ctx, c, false)
+	v, _ := e.check(ctx, c, false, new(CallMem))
+	return v
+}
+
+// CallMem is storage that one call's check uses instead of allocating: the
+// request the policy decides, its capabilities, and the text of the
+// arguments. A Verdict from [Engine.CheckWith] refers into it (its Caps,
+// Decision and Arguments), so the caller MUST NOT reuse a CallMem — nor
+// let another call use it — while it still uses that Verdict or anything
+// read from it. Reused call after call, by one goroutine at a time, it
+// makes the check of a typical call allocate nothing.
+type CallMem struct {
+	rc   requestCaps
+	out  []byte // the shaped arguments
+	text []byte // the arguments as the model wrote them, when not shaped
+}
+
+// CheckWith is [Engine.Check] using m for the call's storage.
+func (e *Engine) CheckWith(ctx context.Context, c *Call, m *CallMem) Verdict {
+	v, _ := e.check(ctx, c, false, m)
 	return v
 }
 
@@ -262,10 +282,14 @@ func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
 // The pipeline fills one Verdict in place, and each step returns an error
 // rather than a Verdict of its own: a Verdict is large, and the allowed
 // call, the one that must be fast, would otherwise copy it at every step.
-func (e *Engine) check(ctx context.Context, c *Call, hash bool) (v Verdict, argsHash [32]byte) {
+func (e *Engine) check(ctx context.Context, c *Call, hash bool, m *CallMem) (v Verdict, argsHash [32]byte) {
 	sc := e.scratch.Get().(*scratch)
-	defer e.scratch.Put(sc)
+	defer func() {
+		sc.mem = nil // the pool keeps no caller's storage
+		e.scratch.Put(sc)
+	}()
 	sc.reset()
+	sc.mem = m
 	var r route
 	req, found, ok := e.prepare(c, sc, &r, &v)
 	if !ok {
@@ -316,6 +340,7 @@ func (e *Engine) modelArgsHash(c *Call, doc *args.Doc) [32]byte {
 func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explanation) {
 	var sc scratch
 	sc.reset()
+	sc.mem = new(CallMem)
 	var r route
 	var v Verdict
 	req, found, ok := e.prepare(c, &sc, &r, &v)
@@ -374,7 +399,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		// The capabilities, the Verdict's, may hold strings of doc: from
 		// here on it must not share the caller's memory. (Nothing before
 		// keeps a string of it: errors and findings copy what they name.)
-		doc.Own()
+		doc.OwnIn(&sc.mem.text)
 		rel, err = relativeCaps(r.t, doc.Root())
 	}
 	if err != nil {
@@ -387,7 +412,8 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	if r.b != nil {
 		n += len(r.b.Args)
 	}
-	rc := &requestCaps{}
+	rc := &sc.mem.rc
+	*rc = requestCaps{}
 	req = &rc.req
 	*req = policy.Request{
 		Server:    c.Server,

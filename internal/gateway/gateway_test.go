@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -169,9 +171,10 @@ func jsonString(s string) (string, error) {
 func BenchmarkCheck(b *testing.B) {
 	e, c := typicalCall(b)
 	ctx := context.Background()
+	var m CallMem // reused call after call, as aegis run does
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := e.Check(ctx, c); v.Effect != policy.Allow {
+		if v := e.CheckWith(ctx, c, &m); v.Effect != policy.Allow {
 			b.Fatal(v.Reason())
 		}
 	}
@@ -187,9 +190,10 @@ func BenchmarkCheckURL(b *testing.B) {
 	e := newEngine(b, "")
 	c := &Call{Server: "web", Tool: "fetch", Arguments: []byte(`{"url":"https://api.github.com/repos/a/b/issues?state=open","max_length":5000}`)}
 	ctx := context.Background()
+	var m CallMem
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := e.Check(ctx, c); v.Effect != policy.Allow {
+		if v := e.CheckWith(ctx, c, &m); v.Effect != policy.Allow {
 			b.Fatal(v.Reason())
 		}
 	}
@@ -205,6 +209,20 @@ const readTextFileSchema = `{"$schema":"http://json-schema.org/draft-07/schema#"
 // field cleared and one pinned, DLP on the arguments, and caps counted
 // (DESIGN.md: the budget holds with all checks on).
 func BenchmarkCheckAllChecks(b *testing.B) {
+	e, c := allChecksCall(b)
+	ctx := context.Background()
+	var m CallMem // reused call after call, as aegis run does
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := e.CheckWith(ctx, c, &m); v.Effect != policy.Allow {
+			b.Fatal(v.Reason())
+		}
+	}
+}
+
+// BenchmarkCheckAllChecksAlloc is BenchmarkCheckAllChecks through Check,
+// which allocates each call's storage: the library's plain API.
+func BenchmarkCheckAllChecksAlloc(b *testing.B) {
 	e, c := allChecksCall(b)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -236,7 +254,8 @@ func allChecksCall(b testing.TB) (*Engine, *Call) {
 
 // BenchmarkCheckInterleaved runs a SHA-256 of 1 KiB (the machine's
 // yardstick), the naive check, the whole check and the whole check with
-// every check on by turns, 2,000 calls of each per round, so that all see
+// every check on (each with its storage reused, as aegis run does, and the
+// last also through Check, which allocates it) by turns, 2,000 calls of each per round, so that all see
 // the same machine: this 2-core VM's speed wanders over seconds, by up to
 // twice. It reports the median of the rounds' times per call for each,
 // the fastest round's, the ratios of the medians, and the checks' medians
@@ -247,6 +266,7 @@ func BenchmarkCheckInterleaved(b *testing.B) {
 	te, tc := typicalCall(b)
 	ae, ac := allChecksCall(b)
 	raw := []byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`)
+	var tm, am CallMem // reused call after call, as aegis run does
 	block := make([]byte, 1024)
 	var sum [32]byte
 	runs := []struct {
@@ -268,11 +288,16 @@ func BenchmarkCheckInterleaved(b *testing.B) {
 			}
 		}},
 		{name: "check", call: func() {
-			if v := te.Check(ctx, tc); v.Effect != policy.Allow {
+			if v := te.CheckWith(ctx, tc, &tm); v.Effect != policy.Allow {
 				b.Fatal(v.Reason())
 			}
 		}},
 		{name: "allchecks", call: func() {
+			if v := ae.CheckWith(ctx, ac, &am); v.Effect != policy.Allow {
+				b.Fatal(v.Reason())
+			}
+		}},
+		{name: "allchecks-alloc", call: func() {
 			if v := ae.Check(ctx, ac); v.Effect != policy.Allow {
 				b.Fatal(v.Reason())
 			}
@@ -340,7 +365,7 @@ func BenchmarkNaiveCheck(b *testing.B) {
 func TestArgsHash(t *testing.T) {
 	e := newEngine(t, "")
 	hash := func(server, args string) [32]byte {
-		_, h := e.check(context.Background(), &Call{Server: server, Tool: "read_file", Arguments: []byte(args)}, true)
+		_, h := e.check(context.Background(), &Call{Server: server, Tool: "read_file", Arguments: []byte(args)}, true, new(CallMem))
 		return h
 	}
 	a := hash("fs", `{"path":"/home/u/projects/a","head":1}`)
@@ -425,5 +450,53 @@ func TestExplainDecidesAsCheck(t *testing.T) {
 				t.Fatalf("Check (rule %q, args %s) and Explain (rule %q, args %s) differ", RuleOf(&cv), cv.Arguments, RuleOf(&xv), xv.Arguments)
 			}
 		})
+	}
+}
+
+// TestCheckWithReusedMem: one CallMem reused call after call gives each call
+// the Verdict Check gives it, whatever the call before left in it: shaped
+// or not, growing or shrinking, refused or not.
+func TestCheckWithReusedMem(t *testing.T) {
+	e, _ := allChecksCall(t)
+	e.servers["fs"].Tools["read_text_file"].Caps = session.Limits{}
+	long := `{"path":"/home/u/projects/` + strings.Repeat("deep/", 60) + `x.go","head":7}`
+	calls := []string{
+		`{"path":"/home/u/projects/a.go","head":40}`, // the pin appended
+		long, // longer than the buffer
+		`{"path":"/home/u/projects/b.go","encoding":"latin1"}`, // the model wrote the pinned field
+		`{"path":"/home/u/projects/c.go","tail":3}`,            // a cleared field
+		`{"path":"/home/u/.ssh/id_rsa"}`,                       // denied
+		`{"path":"/home/u/projects/{{x}}.go"}`,                 // templates rewrite
+		`{"path":"/home/u/projects/AKIAQ3EGTV7KPZ4HXW2M"}`,     // DLP denies
+		`{"path":"/home/u/projects/a.go","Tail":1}`,            // a case variant of a cleared field
+		`{"path":"x"`,                      // not JSON
+		`{"path":"/home/u/projects/d.go"}`, // shorter again
+	}
+	ctx := context.Background()
+	type seen struct {
+		Effect policy.Effect
+		Rule   string
+		Args   string
+		Caps   []string
+		Reason string
+	}
+	look := func(v Verdict) seen {
+		s := seen{Effect: v.Effect, Rule: RuleOf(&v), Args: string(v.Arguments), Reason: v.Reason()}
+		for _, c := range v.Caps {
+			s.Caps = append(s.Caps, string(c.Kind)+" "+c.Path)
+		}
+		return s
+	}
+	var m CallMem
+	for round := range 2 {
+		for _, a := range calls {
+			c := &Call{Session: "s", Principal: "alice", Server: "fs", Tool: "read_text_file", Arguments: []byte(a),
+				Schema: []byte(readTextFileSchema), SchemaKey: [32]byte{1}}
+			want := look(e.Check(ctx, c))
+			got := look(e.CheckWith(ctx, c, &m))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("round %d, %s: CheckWith differs from Check (-want +got):\n%s", round, a, diff)
+			}
+		}
 	}
 }

@@ -39,7 +39,13 @@ type Recorder struct {
 // says why. schemaHash is the hash of the tool's pinned input schema, zero
 // when unknown.
 func (r *Recorder) Call(ctx context.Context, c *Call, schemaHash [32]byte) (Verdict, error) {
-	v, argsHash := r.Engine.check(ctx, c, true)
+	return r.CallWith(ctx, c, schemaHash, new(CallMem))
+}
+
+// CallWith is [Recorder.Call] using m for the call's storage, as
+// [Engine.CheckWith] does: the Verdict refers into m.
+func (r *Recorder) CallWith(ctx context.Context, c *Call, schemaHash [32]byte, m *CallMem) (Verdict, error) {
+	v, argsHash := r.Engine.check(ctx, c, true, m)
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now

@@ -80,7 +80,7 @@ func TestArgsHashOfShapedCalls(t *testing.T) {
 		{"not shaped, refused before the policy", `{"path":"a"}`, ``, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, h := e.check(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.model)}, true)
+			v, h := e.check(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.model)}, true, new(CallMem))
 			if (v.Effect == policy.Allow) != tc.allowed {
 				t.Fatalf("effect %s (%s)", v.Effect, v.Reason())
 			}
