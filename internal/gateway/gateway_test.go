@@ -252,13 +252,13 @@ func allChecksCall(b testing.TB) (*Engine, *Call) {
 		Schema:    []byte(readTextFileSchema), SchemaKey: [32]byte{1}}
 }
 
-// BenchmarkCheckInterleaved runs a SHA-256 of 1 KiB (the machine's
-// yardstick), the naive check, the whole check and the whole check with
-// every check on (each with its storage reused, as aegis run does, and the
-// last also through Check, which allocates it) by turns, 2,000 calls of each per round, so that all see
-// the same machine: this 2-core VM's speed wanders over seconds, by up to
-// twice, while SHA-256 holds steady (so it shows the machine is not
-// slower in general). It reports the median of the rounds' times per call
+// BenchmarkCheckInterleaved runs a SHA-256 of 1 KiB, the naive check, the
+// whole check and the whole check with every check on (each check with its
+// storage reused, as aegis run does, and the last also through Check,
+// which allocates it) by turns, 2,000 calls of each per round, so that all
+// see the same machine: this 2-core VM's speed for code that allocates or
+// reaches beyond its caches wanders over seconds, by up to twice, while
+// SHA-256 holds steady. It reports the median of the rounds' times per call
 // for each, the fastest round's, and the ratios of the medians.
 func BenchmarkCheckInterleaved(b *testing.B) {
 	const perRound = 2000
