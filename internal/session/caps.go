@@ -57,6 +57,7 @@ const turnSlots = 4
 
 // counter is the count of one capped tool in one session.
 type counter struct {
+	tool  string           // its key in the session's tools
 	total int              // calls in the session
 	turns [turnSlots]turnN // the most recent turns first
 	calls []time.Duration  // ring of the times of the last n calls, as long as the largest per-minute limit seen
@@ -90,7 +91,10 @@ func (s *Store) Take(id, turn, tool string, l Limits) (ok bool, c Cap) {
 	defer s.mu.Unlock()
 	now := s.clock()
 	st := s.ensure(id, now)
-	k := st.tools[tool]
+	k := st.lastCounter
+	if k == nil || k.tool != tool {
+		k = st.tools[tool]
+	}
 	if k == nil {
 		if len(st.tools) >= s.opt.MaxTools {
 			return false, Capacity
@@ -98,9 +102,10 @@ func (s *Store) Take(id, turn, tool string, l Limits) (ok bool, c Cap) {
 		if st.tools == nil {
 			st.tools = make(map[string]*counter)
 		}
-		k = new(counter)
-		st.tools[strings.Clone(tool)] = k
+		k = &counter{tool: strings.Clone(tool)}
+		st.tools[k.tool] = k
 	}
+	st.lastCounter = k
 	return k.take(turn, now, l)
 }
 

@@ -158,3 +158,41 @@ func TestCapString(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeAcrossSessionsAndTools: calls that move between sessions and
+// tools, with sessions evicted and started again under the same id, count
+// each (session, tool) on its own — whichever was used last.
+func TestTakeAcrossSessionsAndTools(t *testing.T) {
+	st, _ := newStore(&Options{MaxSessions: 2})
+	st.Open("a", Interactive)
+	st.Open("b", Interactive)
+	one := Limits{PerSession: 1}
+	steps := []struct {
+		id, tool string
+		want     bool
+	}{
+		{"a", "x", true},
+		{"a", "x", false}, // a's x is spent
+		{"a", "y", true},  // a's y is not
+		{"b", "x", true},  // nor is b's x
+		{"a", "x", false}, // a's x still spent after b's call
+		{"b", "y", true},
+		{"b", "x", false},
+		{"c", "x", true},  // a third session evicts the least recently used, a
+		{"b", "x", false}, // b is held still
+		{"a", "x", true},  // a again: a new session (tainted as unknown), counting from zero
+		{"a", "y", true},
+		{"a", "x", false},
+	}
+	for i, s := range steps {
+		if ok, _ := st.Take(s.id, "1", s.tool, one); ok != s.want {
+			t.Fatalf("step %d: Take(%s, %s) = %v, want %v", i, s.id, s.tool, ok, s.want)
+		}
+	}
+	if _, tainted, by := st.State("a"); !tainted || by != TaintedUnknownSession {
+		t.Errorf("the evicted session came back as tainted %v by %q, want tainted by %q", tainted, by, TaintedUnknownSession)
+	}
+	if o, _, _ := st.State("b"); o != Interactive {
+		t.Errorf("session b's origin is %v after the others' calls", o)
+	}
+}

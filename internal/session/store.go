@@ -96,6 +96,9 @@ type state struct {
 	prev, next *state        // in the store's lru list
 	ids        map[string]*idSet
 	tools      map[string]*counter
+	// lastCounter is the counter Take counted last, one of tools (counters
+	// are never removed from tools).
+	lastCounter *counter
 }
 
 // Len returns the number of sessions held, expired ones included until they are swept.
@@ -153,9 +156,14 @@ func (s *Store) clock() time.Duration {
 // it has been idle too long. It sweeps expired sessions first. Callers hold s.mu.
 func (s *Store) lookup(id string, now time.Duration) *state {
 	s.sweep(now)
-	st := s.sessions[id]
-	if st == nil {
-		return nil
+	// The session used last heads the lru list: a call of the session that
+	// made the call before (the common case) needs no hashing. Every
+	// session in the list is in the map and the reverse.
+	st := s.lru.head
+	if st == nil || st.id != id {
+		if st = s.sessions[id]; st == nil {
+			return nil
+		}
 	}
 	if s.idle(st, now) { // only with a clock that went back, which sweep assumes not
 		s.remove(st)
