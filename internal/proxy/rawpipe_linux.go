@@ -26,12 +26,8 @@ func newRawPipe(f *os.File) *rawPipe {
 	if f == nil || f.SetDeadline(time.Time{}) != nil { // not in the poller
 		return nil
 	}
-	fd, ok := rawFD(f)
+	fd, _, ok := fdOfType(f, syscall.S_IFIFO)
 	if !ok {
-		return nil
-	}
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
 		return nil
 	}
 	if fl, err := fileFlags(fd); err != nil || fl&syscall.O_NONBLOCK == 0 {

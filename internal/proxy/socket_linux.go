@@ -27,15 +27,8 @@ type socketIO struct {
 // EPOLLOUT), or nil if f is not a stream socket or no epoll instance can
 // watch it.
 func newSocketIO(f *os.File, events uint32) *socketIO {
-	if f == nil {
-		return nil
-	}
-	fd, ok := rawFD(f)
+	fd, _, ok := fdOfType(f, syscall.S_IFSOCK)
 	if !ok {
-		return nil
-	}
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
 		return nil
 	}
 	if typ, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TYPE); err != nil || typ != syscall.SOCK_STREAM {

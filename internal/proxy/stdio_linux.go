@@ -11,15 +11,8 @@ import (
 // reads or writes (mode os.O_RDONLY or os.O_WRONLY), or nil if f is not a
 // pipe or cannot be reopened.
 func reopenPipe(f *os.File, mode int) *os.File {
-	if f == nil {
-		return nil
-	}
-	fd, ok := rawFD(f)
+	fd, st, ok := fdOfType(f, syscall.S_IFIFO)
 	if !ok {
-		return nil
-	}
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
 		return nil
 	}
 	// The new description may do only what the old one could: a pipe's
@@ -37,6 +30,21 @@ func fileFlags(fd int) (int, error) {
 		return 0, errno
 	}
 	return int(fl), nil
+}
+
+// fdOfType returns f's descriptor and its status when it is a file of type
+// typ (syscall.S_IFIFO, S_IFSOCK, ...); ok is false otherwise, and for a nil f.
+func fdOfType(f *os.File, typ uint32) (fd int, st syscall.Stat_t, ok bool) {
+	if f == nil {
+		return 0, st, false
+	}
+	if fd, ok = rawFD(f); !ok {
+		return 0, st, false
+	}
+	if syscall.Fstat(fd, &st) != nil || st.Mode&syscall.S_IFMT != typ {
+		return 0, st, false
+	}
+	return fd, st, true
 }
 
 // rawFD returns f's descriptor without the side effect of (*os.File).Fd,
