@@ -186,18 +186,7 @@ func FuzzRawPipe(f *testing.F) {
 			}
 			errc <- wf.Close()
 		}()
-		var got []byte
-		rb := make([]byte, b)
-		for {
-			n, err := r.Read(rb)
-			got = append(got, rb[:n]...)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		got := readChunks(t, r, b)
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
@@ -205,4 +194,21 @@ func FuzzRawPipe(f *testing.F) {
 			t.Fatalf("read back %d bytes that differ from the %d written", len(got), len(data))
 		}
 	})
+}
+
+// readChunks reads r to its end in reads of at most n bytes.
+func readChunks(t *testing.T, r io.Reader, n int) []byte {
+	t.Helper()
+	var got []byte
+	buf := make([]byte, n)
+	for {
+		m, err := r.Read(buf)
+		got = append(got, buf[:m]...)
+		if err == io.EOF {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

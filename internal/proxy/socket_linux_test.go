@@ -171,18 +171,7 @@ func FuzzSocketIO(f *testing.F) {
 			}
 			errc <- syscall.Shutdown(int(a.Fd()), syscall.SHUT_WR)
 		}()
-		var got []byte
-		rb := make([]byte, n)
-		for {
-			m, err := r.Read(rb)
-			got = append(got, rb[:m]...)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		got := readChunks(t, r, n)
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
