@@ -308,17 +308,25 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool, m *CallMem) (v V
 			}
 		}()
 	}
-	e.decideInto(&v, req, v.Arguments)
-	withFindings(&v, r.s, found)
+	e.conclude(ctx, &v, c, req, &r, sc.doc, found, true)
+	return v, argsHash
+}
+
+// conclude fills v with the decision on the prepared call: the policy's, an
+// ask for a DLP finding that asks, the refusal of a step before the policy,
+// and the checks after it (counting the call against its caps when
+// commit). A denied call's arguments are withheld.
+func (e *Engine) conclude(ctx context.Context, v *Verdict, c *Call, req *policy.Request, r *route, doc *args.Doc, found []dlp.Located, commit bool) {
+	e.decideInto(v, req, v.Arguments)
+	withFindings(v, r.s, found)
 	if c.Refuse == nil {
-		e.afterPolicy(ctx, &v, c, &r, sc.doc, req.Origin, true)
+		e.afterPolicy(ctx, v, c, r, doc, req.Origin, commit)
 	} else {
 		v.refuse(c.Refuse)
 	}
 	if v.Effect == policy.Deny {
 		v.Arguments = nil
 	}
-	return v, argsHash
 }
 
 // route is what the engine looks up once per call: the call's server, and
@@ -348,17 +356,7 @@ func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 		return v, nil
 	}
 	x := e.policy.Explain(req)
-	// As check decides, but counting nothing against a cap.
-	e.decideInto(&v, req, v.Arguments)
-	withFindings(&v, r.s, found)
-	if c.Refuse == nil {
-		e.afterPolicy(ctx, &v, c, &r, sc.doc, req.Origin, false)
-	} else {
-		v.refuse(c.Refuse)
-	}
-	if v.Effect == policy.Deny {
-		v.Arguments = nil
-	}
+	e.conclude(ctx, &v, c, req, &r, sc.doc, found, false) // counting nothing against a cap
 	return v, &x
 }
 

@@ -170,8 +170,14 @@ func jsonString(s string) (string, error) {
 // ≤ 3 µs).
 func BenchmarkCheck(b *testing.B) {
 	e, c := typicalCall(b)
+	benchCheckWith(b, e, c)
+}
+
+// benchCheckWith times e's check of c, allowed, with one CallMem reused
+// call after call, as aegis run does.
+func benchCheckWith(b *testing.B, e *Engine, c *Call) {
 	ctx := context.Background()
-	var m CallMem // reused call after call, as aegis run does
+	var m CallMem
 	b.ReportAllocs()
 	for b.Loop() {
 		if v := e.CheckWith(ctx, c, &m); v.Effect != policy.Allow {
@@ -189,14 +195,7 @@ func typicalCall(b testing.TB) (*Engine, *Call) {
 func BenchmarkCheckURL(b *testing.B) {
 	e := newEngine(b, "")
 	c := &Call{Server: "web", Tool: "fetch", Arguments: []byte(`{"url":"https://api.github.com/repos/a/b/issues?state=open","max_length":5000}`)}
-	ctx := context.Background()
-	var m CallMem
-	b.ReportAllocs()
-	for b.Loop() {
-		if v := e.CheckWith(ctx, c, &m); v.Effect != policy.Allow {
-			b.Fatal(v.Reason())
-		}
-	}
+	benchCheckWith(b, e, c)
 }
 
 // readTextFileSchema is server-filesystem's input schema of read_text_file
@@ -210,14 +209,7 @@ const readTextFileSchema = `{"$schema":"http://json-schema.org/draft-07/schema#"
 // (DESIGN.md: the budget holds with all checks on).
 func BenchmarkCheckAllChecks(b *testing.B) {
 	e, c := allChecksCall(b)
-	ctx := context.Background()
-	var m CallMem // reused call after call, as aegis run does
-	b.ReportAllocs()
-	for b.Loop() {
-		if v := e.CheckWith(ctx, c, &m); v.Effect != policy.Allow {
-			b.Fatal(v.Reason())
-		}
-	}
+	benchCheckWith(b, e, c)
 }
 
 // BenchmarkCheckAllChecksAlloc is BenchmarkCheckAllChecks through Check,
