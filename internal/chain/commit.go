@@ -14,11 +14,18 @@ import (
 // Group commit. Appenders encode their entries, and hash them up to prev,
 // on their own goroutines; then, under a mutex, each numbers its entry,
 // links it to the one before, finishes its hash and appends the stored
-// line to the pending batch. The writer goroutine takes the pending batch
-// whole, leaving an empty one for the next appenders; appends a checkpoint
-// signing its last entry; writes the batch and fsyncs it; then answers all
-// its appenders at once by closing the batch's done channel, after which
-// each reads its result.
+// line to the pending batch. One committer at a time takes the pending
+// batch whole, leaving an empty one for the next appenders; appends a
+// checkpoint signing its last entry; writes the batch and fsyncs it; then
+// answers all its appenders at once by closing the batch's done channel,
+// after which each reads its result.
+//
+// The committer is the appender that joined an empty pending batch while
+// nobody was committing (lead): an Append alone, as a proxy makes them one
+// call at a time, is committed on its own goroutine and wakes no other.
+// The appenders that join while it commits are handed to the writer
+// goroutine, which keeps committing while batches keep coming (write), so
+// that no appender commits more than its own batch.
 //
 // So the entries that arrive during one fsync go out together in the next
 // write and fsync, and the chain's sequential work (linking and hashing)
@@ -42,22 +49,22 @@ import (
 // woke that goroutine, which cost 20-60% more CPU per entry. Here the
 // appenders do that work themselves, and nothing is woken per entry.
 
-// batch is a group of entries on its way through the writer. Its appenders
-// add to it under Log.mu; after the writer takes it, it belongs to the
-// writer until done is closed, and then its results to the appenders.
+// batch is a group of entries on its way to the disk. Its appenders add to
+// it under Log.mu; after the committer takes it, it belongs to the
+// committer until done is closed, and then its results to the appenders.
 type batch struct {
 	buf  []byte   // the stored lines of its entries, then the checkpoint's
 	res  []result // of its entries, in order
 	err  error    // set instead of committing, to answer with
 	done chan struct{}
 	// refs counts the appenders that have yet to read their results, and
-	// the writer; the last to let go puts the batch back in the pool.
+	// the committer; the last to let go puts the batch back in the pool.
 	refs atomic.Int32
 }
 
 var batches = sync.Pool{New: func() any { return new(batch) }}
 
-// newBatch returns an empty batch, its reference held by the writer.
+// newBatch returns an empty batch, its reference held by its committer.
 func newBatch() *batch {
 	b := batches.Get().(*batch)
 	b.done = make(chan struct{})
@@ -77,6 +84,15 @@ func (b *batch) release() {
 	batches.Put(b)
 }
 
+// owner says who commits the pending batch next.
+type owner uint8
+
+const (
+	ownNone     owner = iota // nobody: the next appender commits
+	ownAppender              // an appender, on its own goroutine (lead)
+	ownWriter                // the writer goroutine (write)
+)
+
 // start starts the writer; done is closed when it has stopped.
 func (l *Log) start() {
 	go func() {
@@ -85,16 +101,49 @@ func (l *Log) start() {
 	}()
 }
 
-// write is the writer. After Close it commits the pending batch, closes the
-// segment and stops.
+// lead commits the pending batch on the goroutine of the appender that
+// joined it first, while nobody else was committing: an Append alone (a
+// proxy's one call at a time) is written, fsynced and answered without
+// waking another goroutine. The appenders that join during its fsync are
+// handed to the writer rather than committed here, so that this appender
+// returns after one commit.
+func (l *Log) lead() {
+	l.mu.Lock()
+	b := l.take()
+	l.mu.Unlock()
+	l.commit(b)
+	l.answer(b)
+	l.mu.Lock()
+	if len(l.pending.res) > 0 {
+		l.owner = ownWriter
+		select {
+		case l.wake <- struct{}{}:
+		default: // a wake is pending already
+		}
+	} else {
+		l.owner = ownNone
+	}
+	if l.closed {
+		l.settled.Broadcast() // Close's writer may be waiting for this commit
+	}
+	l.mu.Unlock()
+}
+
+// write is the writer: it commits batches while they keep coming, from
+// when an appender hands it the pending batch until a batch finds none
+// waiting. After Close it waits for an appender's commit in progress,
+// commits the pending batch, closes the segment and stops.
 func (l *Log) write() {
-	last := 0 // entries in the last batch
 	for {
 		select {
 		case <-l.wake:
 		case <-l.quit:
-			// l.closed is set: no Append joins the pending batch any more.
+			// l.closed is set: no Append joins the pending batch any
+			// more, and none starts committing.
 			l.mu.Lock()
+			for l.owner == ownAppender {
+				l.settled.Wait()
+			}
 			b := l.take()
 			l.mu.Unlock()
 			if len(b.res) > 0 {
@@ -104,14 +153,21 @@ func (l *Log) write() {
 			l.closeErr = l.f.Close()
 			return
 		}
-		b := l.gather(last)
-		if len(b.res) == 0 {
-			l.answer(b)
-			continue
+		l.mu.Lock()
+		handed := l.owner == ownWriter
+		l.mu.Unlock()
+		if !handed {
+			continue // not the writer's to commit (cannot happen)
 		}
-		last = len(b.res)
-		l.commit(b)
-		l.answer(b)
+		for last := 0; ; {
+			b := l.gather(last)
+			if b == nil {
+				break
+			}
+			last = len(b.res)
+			l.commit(b)
+			l.answer(b)
+		}
 	}
 }
 
@@ -127,18 +183,24 @@ func (l *Log) take() *batch {
 	return b
 }
 
-// gather takes the pending batch. The appenders the last commit answered are
-// typically about to append again; without waiting for them, batches
-// alternate between those and the rest, and average half the appenders.
-// So while the batch is smaller than the last one and still grows, gather
-// yields to let them in: a few scheduler turns, no timer, so an Append
-// alone is not delayed.
+// gather takes the pending batch for the writer. The appenders the last
+// commit answered are typically about to append again; without waiting for
+// them, batches alternate between those and the rest, and average half the
+// appenders. So while the batch is smaller than the last one and still
+// grows, gather yields to let them in: a few scheduler turns, no timer.
+// If no batch is pending then, the writer stops committing (ownNone) and
+// gather returns nil.
 func (l *Log) gather(last int) *batch {
 	seen := -1
 	for turns := 0; ; turns++ {
 		l.mu.Lock()
 		n := len(l.pending.res)
 		if n >= last || n >= l.batch || turns == 4 || n == seen && turns > 1 {
+			if n == 0 {
+				l.owner = ownNone
+				l.mu.Unlock()
+				return nil
+			}
 			b := l.take()
 			l.mu.Unlock()
 			return b
@@ -188,7 +250,7 @@ func (l *Log) commit(b *batch) {
 }
 
 // answer wakes the appenders of b, committed or failed, all at once, and
-// lets go of the writer's reference to it.
+// lets go of the committer's reference to it.
 func (l *Log) answer(b *batch) {
 	close(b.done)
 	b.release()

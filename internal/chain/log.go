@@ -32,7 +32,7 @@ type Options struct {
 	wrap func(segmentFile) segmentFile
 }
 
-// segmentFile is what the writer needs of the segment it appends to.
+// segmentFile is what the committer needs of the segment it appends to.
 type segmentFile interface {
 	Write([]byte) (int, error)
 	Sync() error // fdatasync
@@ -55,12 +55,14 @@ type Log struct {
 	pub     ed25519.PublicKey
 	lock    *os.File
 
-	// mu guards closed and the pending batch, which Appends join and the
-	// writer takes whole (commit.go).
+	// mu guards closed, the pending batch, which Appends join and its
+	// committer takes whole, and who that committer is (commit.go).
 	mu      sync.Mutex
 	closed  bool
 	pending *batch
-	full    chan struct{} // closed when the writer takes a full pending batch
+	owner   owner         // who commits the pending batch next
+	settled *sync.Cond    // on mu: broadcast when an appender stops committing after Close
+	full    chan struct{} // closed when the committer takes a full pending batch
 	waiting bool          // an Append waits on full
 	wake    chan struct{} // a request joined an empty pending batch (capacity 1)
 	quit    chan struct{}
@@ -73,7 +75,7 @@ type Log struct {
 	prev Digest
 	h    *hasher
 
-	// Owned by the writer goroutine.
+	// Owned by the committer (owner): an appender or the writer goroutine.
 	f        segmentFile
 	size     int64
 	closeErr error
@@ -145,6 +147,7 @@ func Open(dir string, opts *Options) (*Log, error) {
 		return nil, err
 	}
 	l.pending = newBatch()
+	l.settled = sync.NewCond(&l.mu)
 	l.full = make(chan struct{})
 	l.wake = make(chan struct{}, 1)
 	l.quit = make(chan struct{})
@@ -246,12 +249,16 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	r.pre.Write(entryDomain)
 	r.pre.Write(r.buf[:r.t.prevAt])
 
-	b, i, err := l.join(ctx, r)
+	b, i, lead, err := l.join(ctx, r)
 	requests.Put(r) // join copied r into the batch, or failed
 	if err != nil {
 		return 0, hash, err
 	}
-	if done := ctx.Done(); done == nil {
+	if lead {
+		// No batch was being committed: commit this one here, without
+		// waking the writer (commit.go).
+		l.lead()
+	} else if done := ctx.Done(); done == nil {
 		<-b.done
 	} else {
 		select {
@@ -271,20 +278,21 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	return res.seq, res.hash, nil
 }
 
-// join adds r's entry to the pending batch and returns the batch and the
-// entry's place in it. While the pending batch is full it waits for the
-// writer to take it.
+// join adds r's entry to the pending batch and returns the batch, the
+// entry's place in it, and whether the caller is to commit it (lead: nobody
+// was committing). While the pending batch is full it waits for the
+// committer to take it.
 //
 // join numbers the entry and links it to the entry before, finishing its
 // hash, under l.mu: so the appenders do the chain's sequential work as they
-// arrive, while the writer fsyncs the batch before, and the writer's share
-// of a batch is one signature, one write and one fsync.
-func (l *Log) join(ctx context.Context, r *request) (*batch, int, error) {
+// arrive, while the committer fsyncs the batch before, and the committer's
+// share of a batch is one signature, one write and one fsync.
+func (l *Log) join(ctx context.Context, r *request) (b *batch, i int, lead bool, err error) {
 	l.mu.Lock()
 	for {
 		if l.closed {
 			l.mu.Unlock()
-			return nil, 0, ErrClosed
+			return nil, 0, false, ErrClosed
 		}
 		if len(l.pending.res) < l.batch {
 			break
@@ -295,35 +303,34 @@ func (l *Log) join(ctx context.Context, r *request) (*batch, int, error) {
 		select {
 		case <-full:
 		case <-ctx.Done():
-			return nil, 0, ctx.Err()
+			return nil, 0, false, ctx.Err()
 		}
 		l.mu.Lock()
 	}
 	if p := l.failed.Load(); p != nil {
 		l.mu.Unlock()
-		return nil, 0, *p
+		return nil, 0, false, *p
 	}
 	if l.next > MaxSeq {
 		err := l.fail(fmt.Errorf("seq would pass %d", uint64(MaxSeq)))
 		l.mu.Unlock()
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	b := l.pending
-	i := len(b.res)
+	b = l.pending
+	i = len(b.res)
 	var d Digest
 	b.buf, d = appendEntry(b.buf, l.h, r, l.prev, l.next)
 	b.res = append(b.res, result{seq: l.next, prev: l.prev, hash: d})
 	l.prev = d
 	l.next++
 	b.refs.Add(1)
-	if i == 0 {
-		select {
-		case l.wake <- struct{}{}:
-		default: // the writer has a wake pending already
-		}
+	if l.owner == ownNone {
+		// Nobody is committing, so the pending batch was empty: this
+		// appender commits it. Otherwise the committer takes it next.
+		l.owner, lead = ownAppender, true
 	}
 	l.mu.Unlock()
-	return b, i, nil
+	return b, i, lead, nil
 }
 
 // Stats are counters of a Log since Open.

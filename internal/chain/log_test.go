@@ -583,3 +583,101 @@ func TestAppendPastMaxSeq(t *testing.T) {
 		t.Errorf("stats %+v: want the one entry", st)
 	}
 }
+
+// closeRecorder is a gatedFile that records whether the segment was closed
+// while a write or an fsync was still under way on it.
+type closeRecorder struct {
+	gatedFile
+	busy         atomic.Int32
+	closedInUse  atomic.Bool
+	closedBefore atomic.Bool // Close came before any Sync finished
+	synced       atomic.Int32
+}
+
+func (f *closeRecorder) Sync() error {
+	f.busy.Add(1)
+	defer f.busy.Add(-1)
+	err := f.gatedFile.Sync()
+	f.synced.Add(1)
+	return err
+}
+
+func (f *closeRecorder) Close() error {
+	if f.busy.Load() != 0 {
+		f.closedInUse.Store(true)
+	}
+	if f.synced.Load() == 0 {
+		f.closedBefore.Store(true)
+	}
+	return f.gatedFile.Close()
+}
+
+// TestCloseDuringCommit: an Append alone commits its entry itself, on its
+// own goroutine. Close called while that commit's fsync is held must wait
+// for it: the entry is acknowledged, the segment is closed only after the
+// fsync, and the appenders that joined meanwhile are committed too (by the
+// writer, which the first appender hands them to) or refused with
+// ErrClosed — never lost and never acknowledged unwritten.
+func TestCloseDuringCommit(t *testing.T) {
+	dir := t.TempDir()
+	cr := &closeRecorder{gatedFile: gatedFile{wrote: make(chan int, 100), gate: make(chan struct{})}}
+	l := openT(t, dir, &Options{wrap: func(f segmentFile) segmentFile {
+		cr.segmentFile = f
+		return cr
+	}})
+	type ack struct {
+		seq uint64
+		err error
+	}
+	acks := make(chan ack, 10)
+	for i := range 4 {
+		go func() {
+			seq, _, err := l.Append(context.Background(), entryN(i))
+			acks <- ack{seq, err}
+		}()
+		if i == 0 {
+			<-cr.wrote // the first entry is written; its fsync is held
+		}
+	}
+	for {
+		l.mu.Lock()
+		n := len(l.pending.res)
+		l.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		runtime.Gosched()
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	for range 1000 {
+		runtime.Gosched()
+	}
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while a commit's fsync was held", err)
+	default:
+	}
+	close(cr.gate)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	var acked uint64
+	for range 4 {
+		a := <-acks
+		switch {
+		case a.err == nil:
+			acked++
+		case errors.Is(a.err, ErrClosed):
+		default:
+			t.Errorf("Append: %v", a.err)
+		}
+	}
+	if cr.closedInUse.Load() || cr.closedBefore.Load() {
+		t.Errorf("segment closed while in use (%v) or before the first fsync returned (%v)", cr.closedInUse.Load(), cr.closedBefore.Load())
+	}
+	rep, err := Verify(dir, l.PublicKey())
+	if err != nil || rep.Entries != acked || acked != 4 || rep.Truncated() {
+		t.Errorf("after Close: %+v, %v; acked %d, want all 4 (they joined before Close)", rep, err, acked)
+	}
+}
