@@ -21,13 +21,14 @@ package envelope
 import (
 	"bufio"
 	"bytes"
-	"crypto/rand"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -80,7 +81,9 @@ func Hash(line []byte) Digest {
 	h := sha256.New()
 	h.Write([]byte(hashDomain))
 	h.Write(line)
-	return Digest(h.Sum(nil))
+	var d Digest
+	h.Sum(d[:0])
+	return d
 }
 
 // Store is the envelope directory of one server. Safe for concurrent use.
@@ -89,7 +92,8 @@ type Store struct {
 	retention time.Duration
 
 	mu     sync.Mutex
-	day    string // the day of f
+	nonces *rand.ChaCha8 // the records' nonces, seeded from crypto/rand
+	day    int           // the day of f, as yyyymmdd
 	f      *os.File
 	pruned string // the day retention last ran
 }
@@ -97,42 +101,68 @@ type Store struct {
 // Open opens (creating) the envelope directory dir. Records older than
 // retention are deleted, by whole days, when the store opens and at each
 // new day; zero keeps them forever.
+//
+// The records' nonces come from a ChaCha8 generator (math/rand/v2) with a
+// 256-bit seed read from crypto/rand when the store opens, not from a
+// system call per record. A nonce only has to be unpredictable to whoever
+// holds a published chain, so that an envelope hash cannot be matched
+// against guesses of a low-entropy input: ChaCha8Rand is a cryptographic
+// generator (the C2SP chacha8rand design, the one Go's runtime uses),
+// whose output cannot be told from random or predicted, past or future,
+// without its seed, and which erases its key as it goes, so even the
+// memory of a later aegis process does not give away earlier nonces.
 func Open(dir string, retention time.Duration) (*Store, error) {
+	var seed [32]byte
+	if _, err := crand.Read(seed[:]); err != nil {
+		return nil, fmt.Errorf("envelope: seeding the nonces: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("envelope: %w", err)
 	}
-	return &Store{dir: dir, retention: retention}, nil
+	return &Store{dir: dir, retention: retention, nonces: rand.NewChaCha8(seed)}, nil
 }
 
-// Put writes r, filling in its version and nonce, and returns its hash.
-func (s *Store) Put(r *Record) (Digest, error) {
-	r.V = Version
-	var nonce [16]byte
-	rand.Read(nonce[:])
-	r.Nonce = hex.EncodeToString(nonce[:])
-	if r.Redactions == nil {
-		r.Redactions = []Redaction{}
-	}
-	if !json.Valid(r.Arguments) {
-		raw := r.Arguments
-		if len(raw) > maxRaw {
-			raw = raw[:maxRaw]
-		}
-		b, _ := json.Marshal(strings.ToValidUTF8(string(raw), "\uFFFD"))
-		r.Arguments = b
-	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		return Digest{}, fmt.Errorf("envelope: %w", err)
-	}
-	d := Hash(line)
-	line = append(line, '\n')
+// lineBufs holds the buffers records are written from.
+var lineBufs = sync.Pool{New: func() any { return new([]byte) }}
 
+// maxPooled is the largest line buffer kept for reuse: a call with huge
+// arguments does not pin its buffer.
+const maxPooled = 64 << 10
+
+// Put writes r with the record version and a fresh nonce (r itself is not
+// changed) and returns the record's hash. Nil Redactions are written as
+// an empty list.
+func (s *Store) Put(r *Record) (Digest, error) {
+	var nonce [16]byte
+	s.mu.Lock()
+	s.nonces.Read(nonce[:])
+	s.mu.Unlock()
+
+	bp := lineBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooled {
+			lineBufs.Put(bp)
+		}
+	}()
+	// The buffer holds the hash's domain and then the line, so that the
+	// hash is one call over contiguous bytes.
+	buf, err := appendLine(append((*bp)[:0], hashDomain...), r, &nonce)
+	*bp = buf
+	if err != nil {
+		return Digest{}, err
+	}
+	d := Digest(sha256.Sum256(buf))
+	buf = append(buf, '\n')
+	*bp = buf
+	line := buf[len(hashDomain):]
+
+	t := r.Time.UTC()
+	y, m, dd := t.Date()
+	day := y*10000 + int(m)*100 + dd
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	day := r.Time.UTC().Format(time.DateOnly)
 	if day != s.day || s.f == nil {
-		if err := s.rotate(day, r.Time); err != nil {
+		if err := s.rotate(day, t.Format(time.DateOnly), r.Time); err != nil {
 			return Digest{}, err
 		}
 	}
@@ -143,18 +173,18 @@ func (s *Store) Put(r *Record) (Digest, error) {
 }
 
 // rotate opens the file of day and, once a day, applies retention.
-func (s *Store) rotate(day string, now time.Time) error {
+func (s *Store) rotate(day int, name string, now time.Time) error {
 	if s.f != nil {
 		s.f.Close()
 		s.f = nil
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, day+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(s.dir, name+".jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("envelope: %w", err)
 	}
 	s.f, s.day = f, day
-	if s.pruned != day {
-		s.pruned = day
+	if s.pruned != name {
+		s.pruned = name
 		if _, err := Prune(s.dir, s.retention, now); err != nil {
 			return err
 		}
