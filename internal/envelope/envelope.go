@@ -58,8 +58,10 @@ type Record struct {
 	Principal string    `json:"principal"`
 	Server    string    `json:"server"`
 	Tool      string    `json:"tool"`
-	// Forwarded says the arguments went to the server (as shaped by
-	// aegis); otherwise they are the model's arguments of a refused call.
+	// Forwarded says the call was let through and the arguments went to
+	// the server (as shaped by aegis). Otherwise the call was refused, and
+	// they are the model's arguments, or it awaits a person (an ask), and
+	// they are the arguments an approval would forward.
 	Forwarded bool `json:"forwarded"`
 	// Arguments are redacted: each Redactions entry names what was taken
 	// out. Arguments that were not a JSON object are recorded as a JSON

@@ -103,8 +103,12 @@ func refused(v *Verdict) Verdict {
 }
 
 // putEnvelope writes the envelope of c: the arguments as aegis lets them
-// through (v.Arguments) or, for a refused call, as the model wrote them;
-// redacted either way.
+// through (v.Arguments, which an ask holds too: what an approval would
+// forward, the arguments its args_hash is of) or, for a refused call, as
+// the model wrote them; redacted either way. Only an allowed call is
+// forwarded: an ask waits for a person (and `aegis run`, which cannot ask
+// yet, refuses it), so its envelope does not say forwarded although it has
+// arguments to forward.
 func (r *Recorder) putEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Digest, error) {
 	a := c.Arguments
 	if v.Arguments != nil {
@@ -117,7 +121,7 @@ func (r *Recorder) putEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Dige
 	return r.Envelopes.Put(&envelope.Record{
 		Time: at, Session: c.Session, Principal: c.Principal,
 		Server: c.Server, Tool: c.Tool,
-		Forwarded: v.Arguments != nil,
+		Forwarded: v.Effect == policy.Allow,
 		Arguments: a, Redactions: reds,
 	})
 }
