@@ -127,6 +127,14 @@ func (l *Log) lead() {
 		l.settled.Broadcast() // Close's writer may be waiting for this commit
 	}
 	l.mu.Unlock()
+	if l.signer.low() {
+		// The writer computes nonces for the next signatures while this
+		// appender goes on with its call (sign.go).
+		select {
+		case l.refill <- struct{}{}:
+		default: // asked already
+		}
+	}
 }
 
 // write is the writer: it commits batches while they keep coming, from
@@ -137,6 +145,9 @@ func (l *Log) write() {
 	for {
 		select {
 		case <-l.wake:
+		case <-l.refill:
+			l.signer.refill(l.busy)
+			continue
 		case <-l.quit:
 			// l.closed is set: no Append joins the pending batch any
 			// more, and none starts committing.
@@ -168,6 +179,19 @@ func (l *Log) write() {
 			l.commit(b)
 			l.answer(b)
 		}
+		// Idle: ready the nonces of the next signatures.
+		l.signer.refill(l.busy)
+	}
+}
+
+// busy reports whether the writer has a batch to commit or is to stop,
+// which come before computing nonces.
+func (l *Log) busy() bool {
+	select {
+	case <-l.quit:
+		return true
+	default:
+		return len(l.wake) > 0
 	}
 }
 
@@ -229,7 +253,7 @@ func (l *Log) commit(b *batch) {
 			return
 		}
 	}
-	ck := signCheckpoint(l.priv, last.seq, last.hash)
+	ck := l.signer.checkpoint(last.seq, last.hash)
 	b.buf = appendCheckpoint(b.buf, &ck)
 	if _, err := l.f.Write(b.buf); err != nil {
 		b.err = l.fail(fmt.Errorf("writing: %w", err))

@@ -53,6 +53,7 @@ type Log struct {
 	wrap    func(segmentFile) segmentFile
 	priv    ed25519.PrivateKey
 	pub     ed25519.PublicKey
+	signer  *signer
 	lock    *os.File
 
 	// mu guards closed, the pending batch, which Appends join and its
@@ -64,7 +65,8 @@ type Log struct {
 	settled *sync.Cond    // on mu: broadcast when an appender stops committing after Close
 	full    chan struct{} // closed when the committer takes a full pending batch
 	waiting bool          // an Append waits on full
-	wake    chan struct{} // a request joined an empty pending batch (capacity 1)
+	wake    chan struct{} // an appender handed the writer the pending batch (capacity 1)
+	refill  chan struct{} // the signer's nonces run low (capacity 1)
 	quit    chan struct{}
 	done    chan struct{}
 	failed  atomic.Pointer[error]
@@ -150,8 +152,10 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.settled = sync.NewCond(&l.mu)
 	l.full = make(chan struct{})
 	l.wake = make(chan struct{}, 1)
+	l.refill = make(chan struct{}, 1)
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
+	l.refill <- struct{}{} // nonces for the first signatures (sign.go)
 	l.start()
 	return l, nil
 }
@@ -166,6 +170,7 @@ func (l *Log) open() error {
 		return err
 	}
 	l.pub = l.priv.Public().(ed25519.PublicKey)
+	l.signer = newSigner(l.priv)
 	if len(segs) == 0 {
 		l.next = 1
 		return l.createSegment(1)
