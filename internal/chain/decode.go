@@ -38,19 +38,20 @@ func (d *decoder) fail(what string) bool {
 }
 
 // A key is a literal of the stored form, a key with its punctuation such
-// as `,"bound":`, kept as little-endian words and masks so that matching it
-// takes three loads and compares instead of a call to memequal.
+// as `,"bound":`, kept as two little-endian words and masks so that
+// matching it takes two loads and compares instead of a call to memequal.
 type key struct {
 	s    string
-	w, m [3]uint64
+	n    int
+	w, m [2]uint64
 }
 
-// newKey makes the key for s, at most 24 bytes.
+// newKey makes the key for s, at most 16 bytes.
 func newKey(s string) *key {
-	if len(s) > 24 {
-		panic("chain: key literal longer than 24 bytes: " + s)
+	if len(s) > 16 {
+		panic("chain: key literal longer than 16 bytes: " + s)
 	}
-	k := &key{s: s}
+	k := &key{s: s, n: len(s)}
 	for i := 0; i < len(s); i++ {
 		k.w[i/8] |= uint64(s[i]) << (8 * (i % 8))
 		k.m[i/8] |= 0xff << (8 * (i % 8))
@@ -59,19 +60,17 @@ func newKey(s string) *key {
 }
 
 // lit consumes the literal k. (After an error it may still match; the
-// error stands.)
+// error stands.) It is small enough to be inlined.
 func (d *decoder) lit(k *key) bool {
-	if b := d.b[d.i:]; len(b) >= 24 &&
-		(binary.LittleEndian.Uint64(b)^k.w[0])&k.m[0]|
-			(binary.LittleEndian.Uint64(b[8:])^k.w[1])&k.m[1]|
-			(binary.LittleEndian.Uint64(b[16:])^k.w[2])&k.m[2] == 0 {
-		d.i += len(k.s)
+	if b := d.b[d.i:]; len(b) >= 16 &&
+		(binary.LittleEndian.Uint64(b)^k.w[0])&k.m[0]|(binary.LittleEndian.Uint64(b[8:])^k.w[1])&k.m[1] == 0 {
+		d.i += k.n
 		return true
 	}
 	return d.litSlow(k.s)
 }
 
-// litSlow is lit near the end of the line, where there are not three
+// litSlow is lit near the end of the line, where there are not two
 // words left to load, and on a mismatch.
 func (d *decoder) litSlow(s string) bool {
 	if len(d.b)-d.i >= len(s) && string(d.b[d.i:d.i+len(s)]) == s {
@@ -317,37 +316,45 @@ func (d *decoder) boolean() bool {
 
 // hex32 reads 64 lower-case hex digits (no quotes).
 func (d *decoder) hex32() (v Digest) {
-	if d.err != nil {
-		return v
-	}
-	if len(d.b)-d.i < 64 {
-		d.fail("want 64 hex digits")
-		return v
-	}
-	v, ok := parseHex32(d.b[d.i : d.i+64])
-	if !ok {
-		d.fail("want 64 lower-case hex digits")
-		return v
-	}
-	d.i += 64
+	d.hex32Into(&v)
 	return v
 }
 
-// optDigest reads "" or a quoted non-zero digest.
-func (d *decoder) optDigest() (v Digest) {
+// hex32Into is hex32 decoding into *v, which it leaves as it was on an
+// error.
+func (d *decoder) hex32Into(v *Digest) {
+	if d.err != nil {
+		return
+	}
+	if len(d.b)-d.i < 64 {
+		d.fail("want 64 hex digits")
+		return
+	}
+	var x Digest
+	if !hexDigest(&x, d.b[d.i:d.i+64]) {
+		d.fail("want 64 lower-case hex digits")
+		return
+	}
+	*v = x
+	d.i += 64
+}
+
+// optDigest reads "" or a quoted non-zero digest into *v, which it sets
+// to zero for "".
+func (d *decoder) optDigest(v *Digest) {
+	*v = Digest{}
 	if !d.char('"') {
-		return v
+		return
 	}
 	if d.peek('"') {
 		d.i++
-		return v
+		return
 	}
-	v = d.hex32()
+	d.hex32Into(v)
 	if d.err == nil && v.IsZero() {
 		d.fail(`an absent digest is "", not zeros`)
 	}
 	d.char('"')
-	return v
 }
 
 // decision reads a quoted decision, or "" when empty is allowed, and

@@ -271,9 +271,9 @@ func FuzzScan(f *testing.F) {
 		// ScanMap passes on the same entries, each with its own result,
 		// and stops with the same error.
 		var mapped uint64
-		merr := ScanMap(dir, func(e *Entry) uint64 { return e.Seq }, func(e *Entry, seq uint64) error {
-			if mapped++; seq != e.Seq || e.Seq != mapped {
-				t.Fatalf("ScanMap passed seq %d with the result for %d, want seq %d", e.Seq, seq, mapped)
+		merr := ScanMap(dir, func(e *Entry, seq *uint64) { *seq = e.Seq }, func(e *Entry, seq *uint64) error {
+			if mapped++; *seq != e.Seq || e.Seq != mapped {
+				t.Fatalf("ScanMap passed seq %d with the result for %d, want seq %d", e.Seq, *seq, mapped)
 			}
 			return nil
 		})

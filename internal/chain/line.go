@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // This file reads stored entry lines: fully and strictly with the decoder
@@ -22,31 +23,32 @@ type entryFacts struct {
 
 // The keys of an entry line, in order.
 var (
-	kArgsHash       = newKey(`{"args_hash":`)
-	kBound          = newKey(`,"bound":`)
-	kCaps           = newKey(`,"caps":[`)
-	kDecision       = newKey(`,"decision":`)
-	kEnvelope       = newKey(`,"envelope":`)
-	kMode           = newKey(`,"mode":`)
-	kOrigin         = newKey(`,"origin":`)
-	kPolicyHash     = newKey(`,"policy_hash":`)
-	kPrev           = newKey(`,"prev":"`)
-	kPrincipal      = newKey(`","principal":`)
-	kReason         = newKey(`,"reason":`)
-	kRoles          = newKey(`,"roles":`)
-	kRules          = newKey(`,"rules":`)
-	kSeq            = newKey(`,"seq":`)
-	kServer         = newKey(`,"server":`)
-	kSession        = newKey(`,"session":`)
-	kTaint          = newKey(`,"taint":`)
-	kTier           = newKey(`,"tier":`)
-	kTime           = newKey(`,"time":"`)
-	kTool           = newKey(`","tool":`)
-	kToolSchemaHash = newKey(`,"tool_schema_hash":`)
-	kV              = newKey(`,"v":`)
-	kWould          = newKey(`,"would":`)
-	kHash           = newKey(`,"hash":"`)
-	kEnd            = newKey(`"}`)
+	kArgsHash   = newKey(`{"args_hash":`)
+	kBound      = newKey(`,"bound":`)
+	kCaps       = newKey(`,"caps":[`)
+	kDecision   = newKey(`,"decision":`)
+	kEnvelope   = newKey(`,"envelope":`)
+	kMode       = newKey(`,"mode":`)
+	kOrigin     = newKey(`,"origin":`)
+	kPolicyHash = newKey(`,"policy_hash":`)
+	kPrev       = newKey(`,"prev":"`)
+	kPrincipal  = newKey(`","principal":`)
+	kReason     = newKey(`,"reason":`)
+	kRoles      = newKey(`,"roles":`)
+	kRules      = newKey(`,"rules":`)
+	kSeq        = newKey(`,"seq":`)
+	kServer     = newKey(`,"server":`)
+	kSession    = newKey(`,"session":`)
+	kTaint      = newKey(`,"taint":`)
+	kTier       = newKey(`,"tier":`)
+	kTime       = newKey(`,"time":"`)
+	kTool       = newKey(`","tool":`)
+	kToolSchema = newKey(`,"tool_schema_`) // a key is at most 16 bytes
+	kHashKey    = newKey(`hash":`)
+	kV          = newKey(`,"v":`)
+	kWould      = newKey(`,"would":`)
+	kHash       = newKey(`,"hash":"`)
+	kEnd        = newKey(`"}`)
 )
 
 // decodeEntry reads a stored entry line (without its newline). With e
@@ -64,7 +66,7 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 		e = &x
 	}
 	d.lit(kArgsHash)
-	e.ArgsHash = d.optDigest()
+	d.optDigest(&e.ArgsHash)
 	d.lit(kBound)
 	e.Bound = d.boolean()
 	d.lit(kCaps)
@@ -72,15 +74,23 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 	if d.peek(']') {
 		d.i++
 	} else {
+		var scratch Cap
 		for d.err == nil {
-			var c Cap
-			d.capability(&c)
+			c := &scratch
 			if d.build {
+				// Decode into the entry's next slot, not aside and copied.
 				if e.Caps == nil {
 					e.Caps = d.newCaps()
 				}
-				e.Caps = append(e.Caps, c)
+				if n := len(e.Caps); n < cap(e.Caps) {
+					e.Caps = e.Caps[:n+1]
+					e.Caps[n] = Cap{}
+				} else {
+					e.Caps = append(e.Caps, Cap{})
+				}
+				c = &e.Caps[len(e.Caps)-1]
 			}
+			d.capability(c)
 			if d.peek(',') {
 				d.i++
 				continue
@@ -92,15 +102,15 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 	d.lit(kDecision)
 	e.Decision = d.decision(false)
 	d.lit(kEnvelope)
-	e.Envelope = d.optDigest()
+	d.optDigest(&e.Envelope)
 	d.lit(kMode)
 	e.Mode = d.mode()
 	d.lit(kOrigin)
 	e.Origin = d.str()
 	d.lit(kPolicyHash)
-	e.PolicyHash = d.optDigest()
+	d.optDigest(&e.PolicyHash)
 	d.lit(kPrev)
-	e.Prev = d.hex32()
+	d.hex32Into(&e.Prev)
 	d.lit(kPrincipal)
 	e.Principal = d.str()
 	d.lit(kReason)
@@ -126,8 +136,9 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 	e.Time = d.timestamp()
 	d.lit(kTool)
 	e.Tool = d.str()
-	d.lit(kToolSchemaHash)
-	e.ToolSchemaHash = d.optDigest()
+	d.lit(kToolSchema)
+	d.lit(kHashKey)
+	d.optDigest(&e.ToolSchemaHash)
 	d.lit(kV)
 	if v := d.uint(MaxSeq); d.err == nil && v != Version {
 		d.fail(fmt.Sprintf("format version %d, want %d", v, Version))
@@ -140,7 +151,7 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 	}
 	bodyEnd := d.i
 	d.lit(kHash)
-	e.Hash = d.hex32()
+	d.hex32Into(&e.Hash)
 	d.lit(kEnd)
 	if d.err == nil && d.i != len(line) {
 		d.fail("trailing bytes after the entry")
@@ -290,6 +301,11 @@ func prevAt(body []byte, i int) int {
 type arena struct {
 	strs []string
 	caps []Cap
+	// text holds the bytes of the strings the arena made, one after the
+	// other: a string is a view of its bytes (see newString), which are
+	// never written again, so a scan does not allocate a string per
+	// entry for the strings that do not repeat (paths, URLs).
+	text []byte
 	// interned holds recent strings by a hash of their bytes. Most strings
 	// of an entry repeat from entry to entry (server, tool, principal,
 	// roles, rules, reason, kinds); interning them spares a copy per entry
@@ -306,11 +322,34 @@ type internedString struct {
 // strings seldom repeat.
 const maxInterned = 128
 
+// textLen is the size of an arena's blocks of string bytes, and the
+// longest string carved from them.
+const textLen = 16 << 10
+
+// newString returns a copy of b, carved from the arena's current block of
+// string bytes. The bytes of a string it returned are never written again:
+// the block is only appended to, within its capacity, and a full block is
+// left as it is for a new one. A string kept keeps its whole block.
+func (a *arena) newString(b []byte) string {
+	if len(b) == 0 || len(b) > textLen/4 {
+		return string(b)
+	}
+	if cap(a.text)-len(a.text) < len(b) {
+		a.text = make([]byte, 0, textLen)
+	}
+	off := len(a.text)
+	a.text = append(a.text, b...)
+	return unsafe.String(unsafe.SliceData(a.text[off:]), len(b))
+}
+
 // str returns b[start:end] as a string, interned when it is short.
 func (a *arena) str(b []byte, start, end int) string {
 	n := end - start
-	if a == nil || n > maxInterned || n == 0 || len(b)-start < 8 {
+	if a == nil {
 		return string(b[start:end])
+	}
+	if n > maxInterned || n == 0 || len(b)-start < 8 {
+		return a.newString(b[start:end])
 	}
 	// The first and last 8 bytes, which for a string shorter than 8 are
 	// its bytes (the line goes on after it; those bytes are masked out),
@@ -324,7 +363,7 @@ func (a *arena) str(b []byte, start, end int) string {
 	// A collision only costs a copy.
 	is := &a.interned[(first*0x9e3779b97f4a7c15^last*0xc2b2ae3d27d4eb4f^uint64(n))>>54]
 	if len(is.s) != n || is.first != first || is.last != last || n > 16 && is.s != string(b[start:end]) {
-		*is = internedString{string(b[start:end]), first, last}
+		*is = internedString{a.newString(b[start:end]), first, last}
 	}
 	return is.s
 }

@@ -111,11 +111,11 @@ func TestScanEntries(t *testing.T) {
 
 	// ScanMap: the same entries, each with its own result.
 	var seqs []uint64
-	err := ScanMap(dir, func(e *Entry) string {
-		return fmt.Sprint(e.Seq, e.Caps[0].Path)
-	}, func(e *Entry, r string) error {
-		if want := fmt.Sprint(e.Seq, ents[e.Seq-1].Caps[0].Path); r != want {
-			return fmt.Errorf("seq %d: result %q, want %q", e.Seq, r, want)
+	err := ScanMap(dir, func(e *Entry, r *string) {
+		*r = fmt.Sprint(e.Seq, e.Caps[0].Path)
+	}, func(e *Entry, r *string) error {
+		if want := fmt.Sprint(e.Seq, ents[e.Seq-1].Caps[0].Path); *r != want {
+			return fmt.Errorf("seq %d: result %q, want %q", e.Seq, *r, want)
 		}
 		if !sameEntry(t, ents[e.Seq-1], e) {
 			return fmt.Errorf("seq %d (-want +got):\n%s", e.Seq, cmp.Diff(ents[e.Seq-1], e))
@@ -179,14 +179,14 @@ func TestScanMapStops(t *testing.T) {
 			var mu sync.Mutex
 			worked := 0
 			var last uint64
-			err := ScanMap(dir, func(e *Entry) uint64 {
+			err := ScanMap(dir, func(e *Entry, seq *uint64) {
 				mu.Lock()
 				worked++
 				mu.Unlock()
-				return e.Seq
-			}, func(e *Entry, seq uint64) error {
-				if seq != e.Seq || e.Seq != last+1 {
-					return fmt.Errorf("fn got seq %d (result %d) after %d", e.Seq, seq, last)
+				*seq = e.Seq
+			}, func(e *Entry, seq *uint64) error {
+				if *seq != e.Seq || e.Seq != last+1 {
+					return fmt.Errorf("fn got seq %d (result %d) after %d", e.Seq, *seq, last)
 				}
 				last = e.Seq
 				if e.Seq == tt.stopAt {
@@ -211,10 +211,10 @@ func TestScanNilFunctions(t *testing.T) {
 	if err := Scan(dir, nil); err == nil {
 		t.Error("Scan accepted a nil fn")
 	}
-	if err := ScanMap[int](dir, nil, func(*Entry, int) error { return nil }); err == nil {
+	if err := ScanMap[int](dir, nil, func(*Entry, *int) error { return nil }); err == nil {
 		t.Error("ScanMap accepted a nil work")
 	}
-	if err := ScanMap(dir, func(*Entry) int { return 0 }, nil); err == nil {
+	if err := ScanMap(dir, func(*Entry, *int) {}, nil); err == nil {
 		t.Error("ScanMap accepted a nil fn")
 	}
 }

@@ -47,6 +47,26 @@ func hexWord(x uint64) (v, bad uint64) {
 	return (t | t>>16) & 0xffffffff, bad
 }
 
+// hexDigest decodes the 64 lower-case hex digits of src into dst and
+// reports whether they all are such digits; it is parseHex32 writing in
+// place, with the loop unrolled.
+func hexDigest(dst *Digest, src []byte) bool {
+	src = src[:64]
+	v0, b0 := hexWord(binary.LittleEndian.Uint64(src[0:]))
+	v1, b1 := hexWord(binary.LittleEndian.Uint64(src[8:]))
+	v2, b2 := hexWord(binary.LittleEndian.Uint64(src[16:]))
+	v3, b3 := hexWord(binary.LittleEndian.Uint64(src[24:]))
+	binary.LittleEndian.PutUint64(dst[0:], v0|v1<<32)
+	binary.LittleEndian.PutUint64(dst[8:], v2|v3<<32)
+	v0, c0 := hexWord(binary.LittleEndian.Uint64(src[32:]))
+	v1, c1 := hexWord(binary.LittleEndian.Uint64(src[40:]))
+	v2, c2 := hexWord(binary.LittleEndian.Uint64(src[48:]))
+	v3, c3 := hexWord(binary.LittleEndian.Uint64(src[56:]))
+	binary.LittleEndian.PutUint64(dst[16:], v0|v1<<32)
+	binary.LittleEndian.PutUint64(dst[24:], v2|v3<<32)
+	return b0|b1|b2|b3|c0|c1|c2|c3 == 0
+}
+
 // plainRun returns how many leading bytes of b are plain string bytes
 // (printable ASCII other than '"' and '\\'), a word at a time.
 func plainRun(b []byte) int {

@@ -12,6 +12,8 @@ func FuzzSWAR(f *testing.F) {
 	f.Add([]byte("0123456789ABCDEF"))
 	f.Add([]byte("hello \"world\" \\ \x00\x7f\x80\xff/:@`{~"))
 	f.Add([]byte("gggggggg////////::::::::````````"))
+	f.Add([]byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"))
+	f.Add([]byte("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeF"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) >= 8 {
 			var got [4]byte
@@ -32,12 +34,42 @@ func FuzzSWAR(f *testing.F) {
 		if got := plainRunString(string(b)); got != want {
 			t.Fatalf("plainRunString(%q) = %d, want %d", b, got, want)
 		}
+		if len(b) >= 64 {
+			// hexDigest is encoding/hex restricted to lower case.
+			var got Digest
+			ok := hexDigest(&got, b[:64])
+			want, err := hex.DecodeString(string(b[:64]))
+			lower := bytes.Equal(bytes.ToLower(b[:64]), b[:64])
+			if ok != (err == nil && lower) || (ok && !bytes.Equal(got[:], want)) {
+				t.Fatalf("hexDigest(%q) = %x, %v; want %x, %v", b[:64], got, ok, want, err == nil && lower)
+			}
+		}
 		var d Digest
 		copy(d[:], b)
 		if got, want := appendHex32([]byte("x"), &d), hex.AppendEncode([]byte("x"), d[:]); !bytes.Equal(got, want) {
 			t.Fatalf("appendHex32(%x) = %s, want %s", d, got, want)
 		}
 	})
+}
+
+// TestHexDigestEveryPosition puts every byte value in every position of
+// a valid digest: hexDigest accepts exactly the lower-case hex digits, and
+// decodes as encoding/hex does.
+func TestHexDigestEveryPosition(t *testing.T) {
+	valid := []byte("00112233445566778899aabbccddeeff0123456789abcdef00ff10ef7a8b9c0d")
+	for pos := range 64 {
+		for c := range 256 {
+			b := bytes.Clone(valid)
+			b[pos] = byte(c)
+			var got Digest
+			ok := hexDigest(&got, b)
+			want, err := hex.DecodeString(string(b))
+			isLowerHex := c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
+			if ok != isLowerHex || err == nil != (isLowerHex || c >= 'A' && c <= 'F') || ok && !bytes.Equal(got[:], want) {
+				t.Fatalf("hexDigest(%q) = %x, %v; want %x, %v", b, got, ok, want, isLowerHex)
+			}
+		}
+	}
 }
 
 func TestHex8Exhaustive(t *testing.T) {

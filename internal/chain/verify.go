@@ -200,14 +200,17 @@ func Scan(dir string, fn func(e *Entry) error) error {
 
 // ScanMap is [Scan] with a step that runs in parallel. It calls work on
 // each entry as soon as the entry is decoded, on several goroutines at once
-// and in no particular order, then fn with the entry and what work returned
-// for it, in chain order, on the caller's goroutine, as Scan does.
+// and in no particular order, with r pointing at a result for work to set,
+// then fn with the entry and that result, in chain order, on the caller's
+// goroutine, as Scan does. The results are reused: r holds what an earlier
+// call of work set for another entry, and work must set all of it.
 //
 // work runs before the entry's place in the chain is checked, so it may
 // also see entries that follow a break, which fn never sees: it MUST be
-// safe for concurrent use, MUST NOT keep e, and SHOULD only compute its
-// result. Neither is called after ScanMap returns.
-func ScanMap[R any](dir string, work func(e *Entry) R, fn func(e *Entry, r R) error) error {
+// safe for concurrent use, MUST NOT keep e or r, and SHOULD only compute
+// its result. fn MUST NOT keep e or r either. Neither is called after
+// ScanMap returns.
+func ScanMap[R any](dir string, work func(e *Entry, r *R), fn func(e *Entry, r *R) error) error {
 	if work == nil || fn == nil {
 		return errors.New("chain: scan: nil function")
 	}
@@ -242,8 +245,8 @@ func (s scanSink) entry(c *chunk, i int) error { return s.fn(&c.ents[i]) }
 
 // mapSink keeps work's results for a chunk in the chunk (c.aux).
 type mapSink[R any] struct {
-	work func(*Entry) R
-	fn   func(*Entry, R) error
+	work func(*Entry, *R)
+	fn   func(*Entry, *R) error
 }
 
 func (m *mapSink[R]) prepare(c *chunk, n int) {
@@ -251,6 +254,6 @@ func (m *mapSink[R]) prepare(c *chunk, n int) {
 	c.aux = grow(r, n)
 }
 
-func (m *mapSink[R]) mapEntry(c *chunk, i int) { c.aux.([]R)[i] = m.work(&c.ents[i]) }
+func (m *mapSink[R]) mapEntry(c *chunk, i int) { m.work(&c.ents[i], &c.aux.([]R)[i]) }
 
-func (m *mapSink[R]) entry(c *chunk, i int) error { return m.fn(&c.ents[i], c.aux.([]R)[i]) }
+func (m *mapSink[R]) entry(c *chunk, i int) error { return m.fn(&c.ents[i], &c.aux.([]R)[i]) }

@@ -22,12 +22,28 @@ const RuleUndecidable = "aegis:undecidable"
 // policy (rule [RuleUndecidable]) are refused again: ok is false for them,
 // and v is a denial.
 func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
+	ok = e.recheckInto(&v, ent)
+	return v, ok
+}
+
+// recheckRequest is a request with room for the capabilities of most
+// entries, so that a recheck allocates once.
+type recheckRequest struct {
+	req  policy.Request
+	caps [1]capability.Capability
+}
+
+// recheckInto is Recheck writing the verdict to v.
+func (e *Engine) recheckInto(v *Verdict, ent *chain.Entry) (ok bool) {
 	for _, r := range ent.Rules {
 		if strings.HasPrefix(r, "aegis:") {
-			return deny(fmt.Errorf("refused by aegis before the policy (%s): %s", r, ent.Reason)), false
+			*v = deny(fmt.Errorf("refused by aegis before the policy (%s): %s", r, ent.Reason))
+			return false
 		}
 	}
-	req := &policy.Request{
+	rr := new(recheckRequest)
+	req := &rr.req
+	*req = policy.Request{
 		Server:    ent.Server,
 		Tool:      ent.Tool,
 		Principal: ent.Principal,
@@ -44,16 +60,23 @@ func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
 	if ent.Bound && ent.Tier != "" {
 		t, err := capability.ParseTier(ent.Tier)
 		if err != nil {
-			return deny(fmt.Errorf("entry %d: %w", ent.Seq, err)), false
+			*v = deny(fmt.Errorf("entry %d: %w", ent.Seq, err))
+			return false
 		}
 		req.Tier = t
 	}
-	caps, err := CapsFromChain(ent.Caps)
+	caps := rr.caps[:0]
+	if len(ent.Caps) > len(rr.caps) {
+		caps = nil
+	}
+	caps, err := appendCapsFromChain(caps, ent.Caps)
 	if err != nil {
-		return deny(fmt.Errorf("entry %d: %w", ent.Seq, err)), false
+		*v = deny(fmt.Errorf("entry %d: %w", ent.Seq, err))
+		return false
 	}
 	req.Caps = caps
-	return e.decide(req, &Call{}), true
+	e.decideInto(v, req, nil)
+	return true
 }
 
 // RecheckChain decides every entry of the chain in dir again, as
@@ -64,10 +87,9 @@ func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
 // an error from fn stops the replay and is returned as is. fn MUST NOT keep
 // ent after it returns.
 func (e *Engine) RecheckChain(dir string, fn func(ent *chain.Entry, v Verdict, ok bool) error) error {
-	return chain.ScanMap(dir, func(ent *chain.Entry) rechecked {
-		v, ok := e.Recheck(ent)
-		return rechecked{v, ok}
-	}, func(ent *chain.Entry, r rechecked) error {
+	return chain.ScanMap(dir, func(ent *chain.Entry, r *rechecked) {
+		r.ok = e.recheckInto(&r.v, ent)
+	}, func(ent *chain.Entry, r *rechecked) error {
 		return fn(ent, r.v, r.ok)
 	})
 }
@@ -81,29 +103,32 @@ type rechecked struct {
 // recomputing what the chain does not store (a host's address and classes)
 // the way derivation computed it.
 func CapsFromChain(cs []chain.Cap) ([]capability.Capability, error) {
-	out := make([]capability.Capability, len(cs))
-	for i, c := range cs {
+	return appendCapsFromChain(make([]capability.Capability, 0, len(cs)), cs)
+}
+
+// appendCapsFromChain is CapsFromChain appending to out.
+func appendCapsFromChain(out []capability.Capability, cs []chain.Cap) ([]capability.Capability, error) {
+	for i := range cs {
+		c := &cs[i]
 		k, err := capability.ParseKind(c.Kind)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = capability.Capability{
+		out = append(out, capability.Capability{
 			Kind: k, Path: c.Path,
 			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
 			IDKind: c.IDKind, ID: c.ID,
-		}
+		})
 		if k == capability.NetConnect {
-			host, addr, err := capability.CanonHost(c.Host)
+			host, addr, classes, err := capability.CanonHostClasses(c.Host)
 			if err != nil || host != c.Host {
 				return nil, fmt.Errorf("recorded host %q is not canonical", c.Host)
 			}
-			out[i].Addr = addr
 			if addr.IsValid() {
-				out[i].Classes = capability.ClassOf(addr)
-			} else {
-				out[i].Classes = capability.NameClass(host)
+				classes = capability.ClassOf(addr)
 			}
+			out[len(out)-1].Addr, out[len(out)-1].Classes = addr, classes
 		}
 	}
 	return out, nil
