@@ -109,10 +109,12 @@ type Store struct {
 // system call per record. A nonce only has to be unpredictable to whoever
 // holds a published chain, so that an envelope hash cannot be matched
 // against guesses of a low-entropy input: ChaCha8Rand is a cryptographic
-// generator (the C2SP chacha8rand design, the one Go's runtime uses),
-// whose output cannot be told from random or predicted, past or future,
-// without its seed, and which erases its key as it goes, so even the
-// memory of a later aegis process does not give away earlier nonces.
+// generator (the C2SP chacha8rand design, the one Go's runtime uses):
+// without its seed, its output cannot be told from random bytes nor
+// predicted, forward or back, so a nonce is as unguessable as one read
+// from the system. It also replaces its key as it goes, so its state,
+// read later from the process's memory, does not give away the nonces
+// already written.
 func Open(dir string, retention time.Duration) (*Store, error) {
 	var seed [32]byte
 	if _, err := crand.Read(seed[:]); err != nil {
