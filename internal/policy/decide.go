@@ -182,7 +182,7 @@ func (d Decision) ShadowReason() string {
 }
 
 func (d Decision) explainAction(v Verdict, e Effect, r *Rule) string {
-	what := fmt.Sprintf("tool %q on server %q", d.req.Tool, d.req.Server)
+	what := d.toolWhat()
 	if r == nil {
 		if !d.req.Bound {
 			return "no rule allows unbound " + what
@@ -206,15 +206,39 @@ func (d Decision) explainCap(i int, v Verdict, e Effect, r *Rule) string {
 	return ruleSays(r, e, what)
 }
 
+// toolWhat names the request's tool for a reason: `tool "x" on server "y"`.
+func (d Decision) toolWhat() string {
+	b := make([]byte, 0, 24+len(d.req.Tool)+len(d.req.Server))
+	b = append(b, "tool "...)
+	b = strconv.AppendQuote(b, d.req.Tool)
+	b = append(b, " on server "...)
+	b = strconv.AppendQuote(b, d.req.Server)
+	return string(b)
+}
+
+// ruleSays says what rule r does to what: `rule "id" (file:line) denies
+// what: reason`, prefixed "shadow " for a shadow rule. Every recorded
+// decision carries one; it is built without fmt (TestRuleSays).
 func ruleSays(r *Rule, e Effect, what string) string {
-	s := fmt.Sprintf("rule %q (%s:%d) %s %s", r.ID, r.File, r.Line, e.verb(), what)
+	b := make([]byte, 0, 40+len(r.ID)+len(r.File)+len(what)+len(r.Reason))
 	if r.Mode == Shadow {
-		s = "shadow " + s
+		b = append(b, "shadow "...)
 	}
+	b = append(b, "rule "...)
+	b = strconv.AppendQuote(b, r.ID)
+	b = append(b, " ("...)
+	b = append(b, r.File...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(r.Line), 10)
+	b = append(b, ") "...)
+	b = append(b, e.verb()...)
+	b = append(b, ' ')
+	b = append(b, what...)
 	if r.Reason != "" {
-		s += ": " + r.Reason
+		b = append(b, ": "...)
+		b = append(b, r.Reason...)
 	}
-	return s
+	return string(b)
 }
 
 // describeCap names a capability for a reason: `fs.read /home/a/x`,
