@@ -182,11 +182,17 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 			b.ReportMetric(micros(cpuTime(p.pid)-p.cpu)/float64(b.N), "µs-cpu-"+p.name)
 		}
 	}
-	b.ReportMetric(micros(med["copy"]-med["direct"]), "µs-added-copy")
-	b.ReportMetric(micros(med["shm"]-med["direct"]), "µs-added-shm")
-	b.ReportMetric(micros(med["disk"]-med["direct"]), "µs-added-disk")
-	if _, ok := med["base-shm"]; ok {
-		b.ReportMetric(micros(med["base-shm"]-med["direct"]), "µs-added-base-shm")
+	// The direct path is DESIGN.md's reference measurement (a tools/call
+	// through the official Go SDK over stdio, 270-340 µs there), so the
+	// budget (50 µs added) is also 0.15-0.19x the direct round trip of the
+	// same run, whatever this machine's speed: x-direct-* report that ratio.
+	for _, name := range []string{"copy", "shm", "disk", "base-shm"} {
+		if _, ok := med[name]; !ok {
+			continue
+		}
+		added := med[name] - med["direct"]
+		b.ReportMetric(micros(added), "µs-added-"+name)
+		b.ReportMetric(float64(added)/float64(med["direct"]), "x-direct-"+name)
 	}
 	b.ReportMetric(micros(median(fsyncs)), "µs-fsync")
 }
