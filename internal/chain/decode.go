@@ -83,13 +83,22 @@ func (d *decoder) litSlow(s string) bool {
 	return d.fail(fmt.Sprintf("want %q", s))
 }
 
-// char consumes the byte c.
+// char consumes the byte c. It is small enough to be inlined.
 func (d *decoder) char(c byte) bool {
 	if d.i < len(d.b) && d.b[d.i] == c {
 		d.i++
 		return true
 	}
-	return d.litSlow(string(rune(c)))
+	return d.charSlow(c)
+}
+
+// charSlow is char on a mismatch; kept out of line so that char inlines.
+//
+//go:noinline
+func (d *decoder) charSlow(c byte) bool {
+	var s [1]byte
+	s[0] = c
+	return d.litSlow(string(s[:]))
 }
 
 func (d *decoder) peek(c byte) bool { return d.err == nil && d.i < len(d.b) && d.b[d.i] == c }
@@ -112,6 +121,45 @@ func (d *decoder) str() string {
 		return d.ar.str(b, start, end)
 	}
 	return d.strSlow(start, end)
+}
+
+// The fields whose last value an arena keeps, for strMemo.
+const (
+	memoOrigin = iota
+	memoPrincipal
+	memoReason
+	memoServer
+	memoTier
+	memoTool
+	memoKind
+	memoRole
+	memoRule
+	nMemo = memoRule + 4 // the first four rules
+)
+
+// strMemo is str for a field whose value often repeats from one entry to
+// the next, such as the server: when the arena's last value for field k
+// is spelled next, as a whole string, it returns that value without
+// reading the string again. The last value is a string str read without
+// escapes, so the same bytes are the same valid string.
+func (d *decoder) strMemo(k int) string {
+	if d.ar == nil || !d.build {
+		return d.str()
+	}
+	last := &d.ar.last[k]
+	if s := *last; d.err == nil && s != "" {
+		b, i := d.b, d.i+1
+		if end := i + len(s); end < len(b) && b[i-1] == '"' && b[end] == '"' && string(b[i:end]) == s {
+			d.i = end + 1
+			return s
+		}
+	}
+	start := d.i
+	s := d.str()
+	if d.err == nil && d.i-start == len(s)+2 {
+		*last = s // read without escapes
+	}
+	return s
 }
 
 // strSlow is str for a string with escapes or non-ASCII characters, from
@@ -229,8 +277,10 @@ func unescape(raw []byte) string {
 	return string(out)
 }
 
-// strs reads an array of strings; empty arrays give nil.
-func (d *decoder) strs() []string {
+// strs reads an array of strings; empty arrays give nil. Its first
+// strings are read with strMemo for fields memo, memo+1, ..., up to
+// memoMax.
+func (d *decoder) strs(memo, memoMax int) []string {
 	if !d.char('[') {
 		return nil
 	}
@@ -245,7 +295,13 @@ func (d *decoder) strs() []string {
 		out, start = d.ar.strs, len(d.ar.strs)
 	}
 	for {
-		s := d.str()
+		var s string
+		if memo <= memoMax {
+			s = d.strMemo(memo)
+			memo++
+		} else {
+			s = d.str()
+		}
 		if d.err != nil {
 			return nil
 		}
@@ -514,7 +570,7 @@ func (d *decoder) capability(c *Cap) {
 		switch k {
 		case 0: // argv
 			at := d.i
-			v := d.strs()
+			v := d.strs(0, -1)
 			if d.err == nil && d.b[at+1] == ']' {
 				d.i = at
 				d.fail("empty argv is omitted, not []")
@@ -541,7 +597,12 @@ func (d *decoder) capability(c *Cap) {
 				d.fail("empty field is omitted")
 				return
 			}
-			s := d.str()
+			var s string
+			if k == 5 {
+				s = d.strMemo(memoKind)
+			} else {
+				s = d.str()
+			}
 			switch k {
 			case 1:
 				c.Command = s

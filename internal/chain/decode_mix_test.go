@@ -91,3 +91,101 @@ func TestArenaStringsStay(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeArena decodes a run of lines with one arena, as a scan's
+// worker does, and each line again without one: the arena (its interned
+// strings, its last value of each field, its blocks of string bytes)
+// changes nothing the decoder accepts, refuses or reads.
+func FuzzDecodeArena(f *testing.F) {
+	var lines [][]byte
+	for i := range 4 {
+		e := sample()
+		e.Seq = uint64(i + 1)
+		e.Hash, _ = e.ComputeHash()
+		line, _ := e.MarshalJSON()
+		lines = append(lines, line)
+	}
+	m, _ := minimal().MarshalJSON()
+	lines = append(lines, m)
+	f.Add(bytes.Join(lines, []byte("\n")))
+	f.Add(bytes.Join([][]byte{lines[0], m, lines[1]}, []byte("\n")))
+	for _, tc := range arenaCases() {
+		f.Add(bytes.Join(tc.lines, []byte("\n")))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkArenaDecode(t, bytes.Split(data, []byte("\n")))
+	})
+}
+
+// checkArenaDecode holds decodeEntryIn with one arena for all lines to
+// decodeEntry without one.
+func checkArenaDecode(t *testing.T, lines [][]byte) {
+	t.Helper()
+	ar := new(arena)
+	for i, line := range lines {
+		var got, want Entry
+		gf, gerr := decodeEntryIn(line, &got, ar)
+		wf, werr := decodeEntry(line, &want)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("line %d %q: with an arena %v, without %v", i, line, gerr, werr)
+		}
+		if werr != nil {
+			continue
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("line %d %q: with an arena (-without +with):\n%s", i, line, diff)
+		}
+		if gf.seq != wf.seq || gf.prev != wf.prev || gf.hash != wf.hash || !bytes.Equal(gf.body, wf.body) {
+			t.Fatalf("line %d: facts %+v with an arena, %+v without", i, gf, wf)
+		}
+	}
+}
+
+type arenaCase struct {
+	name  string
+	lines [][]byte
+}
+
+// arenaCases are runs of lines in which a field's value changes in ways a
+// reader that remembers the last value could miss: one byte longer or
+// shorter, an escape where the value ended, non-ASCII, the value as a
+// prefix of the next, a refused line between two good ones.
+func arenaCases() []arenaCase {
+	line := func(edit func(e *Entry)) []byte {
+		e := sample()
+		edit(e)
+		e.Hash, _ = e.ComputeHash()
+		b, err := e.MarshalJSON()
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	set := func(v string) func(e *Entry) {
+		return func(e *Entry) {
+			e.Server, e.Tool, e.Principal, e.Origin, e.Tier, e.Reason = v, v+"t", v, v, v, v
+			e.Roles, e.Rules = []string{v, v + "2"}, []string{v, v, v, v, v}
+			e.Caps = []Cap{{Kind: v, Path: "/" + v}}
+		}
+	}
+	var cases []arenaCase
+	for _, pair := range [][2]string{
+		{"fs", "fsx"}, {"fsx", "fs"}, {"fs", `fs"`}, {"fs", `fs\`}, {"fs", "fs\n"},
+		{"fs", "fs\u00e9"}, {"fs\u00e9", "fs"}, {"abcdefghijklmnop", "abcdefghijklmnopq"},
+		{"abcdefghijklmnopq", "abcdefghijklmnop"}, {"a", "b"}, {"same", "same"},
+		{strings.Repeat("long", 40), strings.Repeat("long", 40) + "!"},
+	} {
+		a, b := line(set(pair[0])), line(set(pair[1]))
+		cases = append(cases, arenaCase{fmt.Sprintf("%q then %q", pair[0], pair[1]), [][]byte{a, b, a}})
+		// The second line with its value cut short, or a quote past it.
+		cases = append(cases, arenaCase{fmt.Sprintf("%q then broken", pair[0]), [][]byte{a, b[:len(b)/2], bytes.Replace(b, []byte(`"server":"`), []byte(`"server":""`), 1), a}})
+	}
+	return cases
+}
+
+// TestDecodeArenaCases runs arenaCases through checkArenaDecode.
+func TestDecodeArenaCases(t *testing.T) {
+	for _, tc := range arenaCases() {
+		t.Run(tc.name, func(t *testing.T) { checkArenaDecode(t, tc.lines) })
+	}
+}

@@ -106,36 +106,36 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 	d.lit(kMode)
 	e.Mode = d.mode()
 	d.lit(kOrigin)
-	e.Origin = d.str()
+	e.Origin = d.strMemo(memoOrigin)
 	d.lit(kPolicyHash)
 	d.optDigest(&e.PolicyHash)
 	d.lit(kPrev)
 	d.hex32Into(&e.Prev)
 	d.lit(kPrincipal)
-	e.Principal = d.str()
+	e.Principal = d.strMemo(memoPrincipal)
 	d.lit(kReason)
-	e.Reason = d.str()
+	e.Reason = d.strMemo(memoReason)
 	d.lit(kRoles)
-	e.Roles = d.strs()
+	e.Roles = d.strs(memoRole, memoRole)
 	d.lit(kRules)
-	e.Rules = d.strs()
+	e.Rules = d.strs(memoRule, nMemo-1)
 	d.lit(kSeq)
 	e.Seq = d.uint(MaxSeq)
 	if d.err == nil && e.Seq == 0 {
 		d.fail("seq 0: sequence numbers start at 1")
 	}
 	d.lit(kServer)
-	e.Server = d.str()
+	e.Server = d.strMemo(memoServer)
 	d.lit(kSession)
 	e.Session = d.str()
 	d.lit(kTaint)
 	e.Taint = d.boolean()
 	d.lit(kTier)
-	e.Tier = d.str()
+	e.Tier = d.strMemo(memoTier)
 	d.lit(kTime)
 	e.Time = d.timestamp()
 	d.lit(kTool)
-	e.Tool = d.str()
+	e.Tool = d.strMemo(memoTool)
 	d.lit(kToolSchema)
 	d.lit(kHashKey)
 	d.optDigest(&e.ToolSchemaHash)
@@ -306,6 +306,8 @@ type arena struct {
 	// never written again, so a scan does not allocate a string per
 	// entry for the strings that do not repeat (paths, URLs).
 	text []byte
+	// last holds the last value of the fields read with strMemo.
+	last [nMemo]string
 	// interned holds recent strings by a hash of their bytes. Most strings
 	// of an entry repeat from entry to entry (server, tool, principal,
 	// roles, rules, reason, kinds); interning them spares a copy per entry
