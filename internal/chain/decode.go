@@ -26,6 +26,7 @@ type decoder struct {
 	b     []byte
 	i     int
 	build bool
+	light bool   // optional digests are checked, not decoded (ScanOptions.Light)
 	ar    *arena // slices are carved from it and strings interned, if set
 	err   *errSyntax
 }
@@ -396,7 +397,7 @@ func (d *decoder) hex32Into(v *Digest) {
 }
 
 // optDigest reads "" or a quoted non-zero digest into *v, which it sets
-// to zero for "".
+// to zero for "". A light decoder checks the digest and leaves *v zero.
 func (d *decoder) optDigest(v *Digest) {
 	*v = Digest{}
 	if !d.char('"') {
@@ -406,11 +407,36 @@ func (d *decoder) optDigest(v *Digest) {
 		d.i++
 		return
 	}
-	d.hex32Into(v)
-	if d.err == nil && v.IsZero() {
-		d.fail(`an absent digest is "", not zeros`)
+	if d.light {
+		d.hex32Check()
+	} else {
+		d.hex32Into(v)
+		if d.err == nil && v.IsZero() {
+			d.fail(`an absent digest is "", not zeros`)
+		}
 	}
 	d.char('"')
+}
+
+// hex32Check is hex32 checking the digits and that they are not all
+// zeros, without decoding them.
+func (d *decoder) hex32Check() {
+	if d.err != nil {
+		return
+	}
+	if len(d.b)-d.i < 64 {
+		d.fail("want 64 hex digits")
+		return
+	}
+	b := d.b[d.i : d.i+64]
+	if !hexValid(b) {
+		d.fail("want 64 lower-case hex digits")
+		return
+	}
+	d.i += 64
+	if allZeros(b) {
+		d.fail(`an absent digest is "", not zeros`)
+	}
 }
 
 // decision reads a quoted decision, or "" when empty is allowed, and

@@ -139,6 +139,26 @@ func checkArenaDecode(t *testing.T, lines [][]byte) {
 			t.Fatalf("line %d: facts %+v with an arena, %+v without", i, gf, wf)
 		}
 	}
+	// A light decoder refuses what the full one refuses, with the same
+	// error, and reads the same but for the fields it leaves zero.
+	ar = new(arena)
+	for i, line := range lines {
+		var got, want Entry
+		gf, gerr := decodeEntryAs(line, &got, ar, true)
+		wf, werr := decodeEntry(line, &want)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("line %d %q: light %v, full %v", i, line, gerr, werr)
+		}
+		if werr != nil {
+			continue
+		}
+		if diff := cmp.Diff(lightened([]Entry{want}), []Entry{got}); diff != "" {
+			t.Fatalf("line %d %q: light (-full, lightened +light):\n%s", i, line, diff)
+		}
+		if gf.seq != wf.seq || gf.prev != wf.prev || gf.hash != wf.hash || !bytes.Equal(gf.body, wf.body) {
+			t.Fatalf("line %d: facts %+v light, %+v full", i, gf, wf)
+		}
+	}
 }
 
 type arenaCase struct {
@@ -169,6 +189,21 @@ func arenaCases() []arenaCase {
 		}
 	}
 	var cases []arenaCase
+	// Digests the light decoder checks without decoding: all zeros, an
+	// upper-case digit, a digit short, in each optional digest.
+	good := line(func(e *Entry) {})
+	for _, key := range []string{`"args_hash":"`, `"envelope":"`, `"policy_hash":"`, `"tool_schema_hash":"`} {
+		at := bytes.Index(good, []byte(key)) + len(key)
+		for name, edit := range map[string]func(b []byte) []byte{
+			"zeros":       func(b []byte) []byte { copy(b[at:], strings.Repeat("0", 64)); return b },
+			"upper":       func(b []byte) []byte { b[at+63] = 'A'; return b },
+			"short":       func(b []byte) []byte { return append(b[:at+63:at+63], b[at+64:]...) },
+			"not hex":     func(b []byte) []byte { b[at] = 'g'; return b },
+			"one nonzero": func(b []byte) []byte { copy(b[at:], strings.Repeat("0", 63)); return b },
+		} {
+			cases = append(cases, arenaCase{key + " " + name, [][]byte{good, edit(bytes.Clone(good)), good}})
+		}
+	}
 	for _, pair := range [][2]string{
 		{"fs", "fsx"}, {"fsx", "fs"}, {"fs", `fs"`}, {"fs", `fs\`}, {"fs", "fs\n"},
 		{"fs", "fs\u00e9"}, {"fs\u00e9", "fs"}, {"abcdefghijklmnop", "abcdefghijklmnopq"},

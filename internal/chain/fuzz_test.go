@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var decisions = [...]string{Allow, Deny, Ask}
@@ -254,6 +256,7 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		resetDir(t, dir, data)
 		var next uint64 = 1
+		var scanned []Entry
 		err := Scan(dir, func(e *Entry) error {
 			if e.Seq != next {
 				t.Fatalf("Scan passed seq %d, want %d", e.Seq, next)
@@ -262,6 +265,7 @@ func FuzzScan(f *testing.F) {
 			if _, err := e.Canonical(); err != nil {
 				t.Fatalf("Scan passed an unrecordable entry: %v", err)
 			}
+			scanned = append(scanned, *e)
 			return nil
 		})
 		var be *BreakError
@@ -280,7 +284,32 @@ func FuzzScan(f *testing.F) {
 		if mapped != next-1 || fmt.Sprint(merr) != fmt.Sprint(err) {
 			t.Fatalf("Scan: %d entries, %v; ScanMap: %d entries, %v", next-1, err, mapped, merr)
 		}
+		// A light ScanMap passes on the same entries but for the fields
+		// it leaves zero, and stops with the same error.
+		var light []Entry
+		lerr := ScanMapWith(dir, &ScanOptions{Light: true}, func(e *Entry, _ *struct{}) {}, func(e *Entry, _ *struct{}) error {
+			light = append(light, *e)
+			return nil
+		})
+		if fmt.Sprint(lerr) != fmt.Sprint(err) {
+			t.Fatalf("Scan: %v; light ScanMap: %v", err, lerr)
+		}
+		if diff := cmp.Diff(lightened(scanned), light); diff != "" {
+			t.Fatalf("light ScanMap (-Scan, lightened +light):\n%s", diff)
+		}
 	})
+}
+
+// lightened returns ents with the fields ScanOptions.Light leaves zero
+// set to zero.
+func lightened(ents []Entry) []Entry {
+	out := make([]Entry, len(ents))
+	for i, e := range ents {
+		e.Session, e.Time = "", time.Time{}
+		e.ArgsHash, e.Envelope, e.PolicyHash, e.ToolSchemaHash = Digest{}, Digest{}, Digest{}, Digest{}
+		out[i] = e
+	}
+	return out
 }
 
 // FuzzEncodeString holds the encoder's word-at-a-time string writer to the

@@ -60,7 +60,13 @@ func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
 // decodeEntryIn is decodeEntry carving e's slices from ar and interning its
 // strings there, when ar is not nil.
 func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
-	d := decoder{b: line, build: e != nil, ar: ar}
+	return decodeEntryAs(line, e, ar, false)
+}
+
+// decodeEntryAs is decodeEntryIn that, when light, leaves zero in e the
+// fields of ScanOptions.Light, which it checks without decoding.
+func decodeEntryAs(line []byte, e *Entry, ar *arena, light bool) (f entryFacts, err error) {
+	d := decoder{b: line, build: e != nil, ar: ar, light: light}
 	var x Entry
 	if e == nil {
 		e = &x
@@ -127,13 +133,18 @@ func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
 	d.lit(kServer)
 	e.Server = d.strMemo(memoServer)
 	d.lit(kSession)
+	build := d.build
+	d.build = build && !light // read only to check it
 	e.Session = d.str()
+	d.build = build
 	d.lit(kTaint)
 	e.Taint = d.boolean()
 	d.lit(kTier)
 	e.Tier = d.strMemo(memoTier)
 	d.lit(kTime)
+	d.build = build && !light
 	e.Time = d.timestamp()
+	d.build = build
 	d.lit(kTool)
 	e.Tool = d.strMemo(memoTool)
 	d.lit(kToolSchema)

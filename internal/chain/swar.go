@@ -67,6 +67,34 @@ func hexDigest(dst *Digest, src []byte) bool {
 	return b0|b1|b2|b3|c0|c1|c2|c3 == 0
 }
 
+// hexValid reports whether the 64 bytes of src are lower-case hex digits,
+// as hexDigest does, without decoding them: a byte below 0x80 is one when
+// it is at least '0' and not past '9', or at least 'a' and not past 'f'
+// (each test the high bit of a sum, which cannot carry into the next
+// byte).
+func hexValid(src []byte) bool {
+	src = src[:64]
+	in, high := uint64(highs), uint64(0)
+	for i := 0; i < 64; i += 8 {
+		x := binary.LittleEndian.Uint64(src[i:])
+		digit := (x + ones*(0x80-'0')) &^ (x + ones*(0x80-'9'-1))
+		letter := (x + ones*(0x80-'a')) &^ (x + ones*(0x80-'f'-1))
+		in &= digit | letter
+		high |= x
+	}
+	return (^in|high)&highs == 0
+}
+
+// allZeros reports whether the 64 bytes of src are all '0'.
+func allZeros(src []byte) bool {
+	src = src[:64]
+	var diff uint64
+	for i := 0; i < 64; i += 8 {
+		diff |= binary.LittleEndian.Uint64(src[i:]) ^ ones*'0'
+	}
+	return diff == 0
+}
+
 // plainRun returns how many leading bytes of b are plain string bytes
 // (printable ASCII other than '"' and '\\'), a word at a time.
 func plainRun(b []byte) int {

@@ -3,6 +3,7 @@ package chain
 import (
 	"bytes"
 	"encoding/hex"
+	"strings"
 	"testing"
 )
 
@@ -43,6 +44,12 @@ func FuzzSWAR(f *testing.F) {
 			if ok != (err == nil && lower) || (ok && !bytes.Equal(got[:], want)) {
 				t.Fatalf("hexDigest(%q) = %x, %v; want %x, %v", b[:64], got, ok, want, err == nil && lower)
 			}
+			if v := hexValid(b[:64]); v != ok {
+				t.Fatalf("hexValid(%q) = %v, hexDigest says %v", b[:64], v, ok)
+			}
+			if z := allZeros(b[:64]); z != (string(b[:64]) == strings.Repeat("0", 64)) {
+				t.Fatalf("allZeros(%q) = %v", b[:64], z)
+			}
 		}
 		var d Digest
 		copy(d[:], b)
@@ -67,6 +74,9 @@ func TestHexDigestEveryPosition(t *testing.T) {
 			isLowerHex := c >= '0' && c <= '9' || c >= 'a' && c <= 'f'
 			if ok != isLowerHex || err == nil != (isLowerHex || c >= 'A' && c <= 'F') || ok && !bytes.Equal(got[:], want) {
 				t.Fatalf("hexDigest(%q) = %x, %v; want %x, %v", b, got, ok, want, isLowerHex)
+			}
+			if hexValid(b) != isLowerHex {
+				t.Fatalf("hexValid(%q) = %v, want %v", b, !isLowerHex, isLowerHex)
 			}
 		}
 	}

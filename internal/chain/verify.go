@@ -195,7 +195,7 @@ func Scan(dir string, fn func(e *Entry) error) error {
 	if fn == nil {
 		return errors.New("chain: scan: nil fn")
 	}
-	return scan(dir, scanSink{fn})
+	return scan(dir, scanSink{fn}, false)
 }
 
 // ScanMap is [Scan] with a step that runs in parallel. It calls work on
@@ -211,18 +211,37 @@ func Scan(dir string, fn func(e *Entry) error) error {
 // its result. fn MUST NOT keep e or r either. Neither is called after
 // ScanMap returns.
 func ScanMap[R any](dir string, work func(e *Entry, r *R), fn func(e *Entry, r *R) error) error {
+	return ScanMapWith(dir, nil, work, fn)
+}
+
+// ScanOptions configure ScanMapWith. The zero value is what ScanMap does.
+type ScanOptions struct {
+	// Light leaves zero, in the entries passed on, the fields that record
+	// where and when a call was decided rather than what it was decided
+	// on: Session, Time, ArgsHash, Envelope, PolicyHash and
+	// ToolSchemaHash. Each is still checked to be in the stored form, as
+	// every line is; they are only not decoded. What a scan checks does
+	// not change.
+	Light bool
+}
+
+// ScanMapWith is ScanMap with options; opts may be nil.
+func ScanMapWith[R any](dir string, opts *ScanOptions, work func(e *Entry, r *R), fn func(e *Entry, r *R) error) error {
 	if work == nil || fn == nil {
 		return errors.New("chain: scan: nil function")
 	}
-	return scan(dir, &mapSink[R]{work: work, fn: fn})
+	if opts == nil {
+		opts = &ScanOptions{}
+	}
+	return scan(dir, &mapSink[R]{work: work, fn: fn}, opts.Light)
 }
 
-func scan(dir string, s sink) error {
+func scan(dir string, s sink, light bool) error {
 	segs, err := listSegments(dir)
 	if err != nil {
 		return err
 	}
-	_, err = walk(segs, walkConfig{sink: s})
+	_, err = walk(segs, walkConfig{sink: s, light: light})
 	return err
 }
 

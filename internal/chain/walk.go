@@ -25,6 +25,7 @@ type walkConfig struct {
 	allSigs bool // verify every checkpoint signature
 	strict  bool // decode every entry strictly, even when only hashing
 	sink    sink // decode entries fully and pass them on
+	light   bool // with sink: leave zero the fields of ScanOptions.Light
 	// midChain: the first segment walked need not start the chain; its
 	// first entry's prev is taken as given (Open reads only the last
 	// segment).
@@ -280,7 +281,7 @@ func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 	)
 	switch {
 	case cfg.sink != nil:
-		f, err = decodeEntryIn(line, &c.ents[i], ar)
+		f, err = decodeEntryAs(line, &c.ents[i], ar, cfg.light)
 	case cfg.strict:
 		f, err = decodeEntry(line, nil)
 	default:

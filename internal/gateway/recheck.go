@@ -84,10 +84,12 @@ func (e *Engine) recheckInto(v *Verdict, ent *chain.Entry) (ok bool) {
 // in chain order. The decisions are made on all cores while the chain is
 // read; fn runs on the caller's goroutine, one entry at a time. The chain
 // is read as [chain.Scan] reads it: a break gives a *chain.BreakError, and
-// an error from fn stops the replay and is returned as is. fn MUST NOT keep
-// ent after it returns.
+// an error from fn stops the replay and is returned as is. ent is decoded
+// as [chain.ScanOptions] Light decodes it: the fields a decision is not
+// made on (Session, Time, and the digests but Prev and Hash) are zero. fn
+// MUST NOT keep ent after it returns.
 func (e *Engine) RecheckChain(dir string, fn func(ent *chain.Entry, v Verdict, ok bool) error) error {
-	return chain.ScanMap(dir, func(ent *chain.Entry, r *rechecked) {
+	return chain.ScanMapWith(dir, &chain.ScanOptions{Light: true}, func(ent *chain.Entry, r *rechecked) {
 		r.ok = e.recheckInto(&r.v, ent)
 	}, func(ent *chain.Entry, r *rechecked) error {
 		return fn(ent, r.v, r.ok)
