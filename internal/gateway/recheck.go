@@ -22,7 +22,7 @@ const RuleUndecidable = "aegis:undecidable"
 // policy (rule [RuleUndecidable]) are refused again: ok is false for them,
 // and v is a denial.
 func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
-	ok = e.recheckInto(&v, ent)
+	ok = e.recheckInto(&v, new(recheckRequest), ent)
 	return v, ok
 }
 
@@ -33,15 +33,15 @@ type recheckRequest struct {
 	caps [1]capability.Capability
 }
 
-// recheckInto is Recheck writing the verdict to v.
-func (e *Engine) recheckInto(v *Verdict, ent *chain.Entry) (ok bool) {
+// recheckInto is Recheck writing the verdict to v, with the request in rr,
+// which v then refers to.
+func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *chain.Entry) (ok bool) {
 	for _, r := range ent.Rules {
 		if strings.HasPrefix(r, "aegis:") {
 			*v = deny(fmt.Errorf("refused by aegis before the policy (%s): %s", r, ent.Reason))
 			return false
 		}
 	}
-	rr := new(recheckRequest)
 	req := &rr.req
 	*req = policy.Request{
 		Server:    ent.Server,
@@ -87,18 +87,23 @@ func (e *Engine) recheckInto(v *Verdict, ent *chain.Entry) (ok bool) {
 // an error from fn stops the replay and is returned as is. ent is decoded
 // as [chain.ScanOptions] Light decodes it: the fields a decision is not
 // made on (Session, Time, and the digests but Prev and Hash) are zero. fn
-// MUST NOT keep ent after it returns.
+// MUST NOT keep ent or v after it returns: v refers to a request that a
+// later entry's decision reuses (its Decision's rules and reason, and its
+// Caps, would change), so what fn needs of v it takes during the call.
 func (e *Engine) RecheckChain(dir string, fn func(ent *chain.Entry, v Verdict, ok bool) error) error {
 	return chain.ScanMapWith(dir, &chain.ScanOptions{Light: true}, func(ent *chain.Entry, r *rechecked) {
-		r.ok = e.recheckInto(&r.v, ent)
+		r.ok = e.recheckInto(&r.v, &r.rr, ent)
 	}, func(ent *chain.Entry, r *rechecked) error {
 		return fn(ent, r.v, r.ok)
 	})
 }
 
+// rechecked is an entry's result in RecheckChain, with the request its
+// verdict refers to, so that deciding an entry allocates nothing for it.
 type rechecked struct {
 	v  Verdict
 	ok bool
+	rr recheckRequest
 }
 
 // CapsFromChain converts recorded capabilities back to capability values,
