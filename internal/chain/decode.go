@@ -487,6 +487,64 @@ func (d *decoder) timestamp() time.Time {
 	if d.err != nil {
 		return time.Time{}
 	}
+	if b := d.b[d.i:]; len(b) >= 32 {
+		// The usual case, a word at a time; timestampSlow reads the rest
+		// and says what is wrong.
+		if y, mo, dd, h, mi, s, ns, ok := timeFields(b); ok {
+			d.i += len(timeLayout)
+			if !d.build {
+				return time.Time{}
+			}
+			return time.Date(y, time.Month(mo), dd, h, mi, s, ns, time.UTC)
+		}
+	}
+	return d.timestampSlow()
+}
+
+// timeFields reads the fields of a time spelled as timeLayout at the start
+// of b, which has at least 32 bytes, and reports whether it is one:
+// timestampSlow's answer, from four words.
+func timeFields(b []byte) (y, mo, dd, h, mi, s, ns int, ok bool) {
+	b = b[:32]
+	// "2006-01-" "02T15:04" ":05.0000" "00000Z.."; the fourth word ends
+	// after the time, so its last two bytes are masked out.
+	w0 := binary.LittleEndian.Uint64(b[0:])
+	w1 := binary.LittleEndian.Uint64(b[8:])
+	w2 := binary.LittleEndian.Uint64(b[16:])
+	w3 := binary.LittleEndian.Uint64(b[24:])
+	// The separators, each in its place, and digits everywhere else.
+	const (
+		sep0, dig0 = 0x2d00002d00000000, 0x00ffff00ffffffff // "YYYY-MM-"
+		sep1, dig1 = 0x00003a0000540000, 0xffff00ffff00ffff // "DDTHH:MM"
+		sep2, dig2 = 0x000000002e00003a, 0xffffffff00ffff00 // ":SS.NNNN"
+		sep3, dig3 = 0x00005a0000000000, 0x000000ffffffffff // "NNNNNZ"
+	)
+	if w0&^dig0 != sep0 || w1&^dig1 != sep1 || w2&^dig2 != sep2 || w3&^dig3&0x0000ffffffffffff != sep3 {
+		return
+	}
+	digits := func(x, m uint64) bool {
+		x &= m
+		m &= highs
+		// A byte of x is a digit when it is below 0x80, at least '0' and
+		// not past '9'; each test is the high bit of a sum that cannot
+		// carry into the next byte.
+		return (x|^((x+ones*(0x80-'0'))&^(x+ones*(0x80-'9'-1))))&m == 0
+	}
+	if !digits(w0, dig0) || !digits(w1, dig1) || !digits(w2, dig2) || !digits(w3, dig3) {
+		return
+	}
+	two := func(i int) int { return int(b[i]-'0')*10 + int(b[i+1]-'0') }
+	y = two(0)*100 + two(2)
+	mo, dd, h, mi, s = two(5), two(8), two(11), two(14), two(17)
+	for _, c := range b[20:29] {
+		ns = ns*10 + int(c-'0')
+	}
+	ok = mo >= 1 && mo <= 12 && dd >= 1 && dd <= daysIn(time.Month(mo), y) && h <= 23 && mi <= 59 && s <= 59
+	return
+}
+
+// timestampSlow is timestamp a byte at a time.
+func (d *decoder) timestampSlow() time.Time {
 	b := d.b[d.i:]
 	if len(b) < len(timeLayout) {
 		d.fail("want a time like " + timeLayout)

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -224,4 +225,58 @@ func TestDecodeArenaCases(t *testing.T) {
 	for _, tc := range arenaCases() {
 		t.Run(tc.name, func(t *testing.T) { checkArenaDecode(t, tc.lines) })
 	}
+}
+
+// checkTimeFields holds timeFields, the word-at-a-time reader of a time,
+// to timestampSlow on the 32 bytes of b: both accept or both refuse, and
+// read the same time.
+func checkTimeFields(t *testing.T, b []byte) {
+	t.Helper()
+	y, mo, dd, h, mi, s, ns, ok := timeFields(b)
+	d := decoder{b: b, build: true}
+	want := d.timestampSlow()
+	if ok != (d.err == nil) {
+		t.Fatalf("%q: timeFields ok %v, timestampSlow error %v", b, ok, d.err)
+	}
+	if got := time.Date(y, time.Month(mo), dd, h, mi, s, ns, time.UTC); ok && got != want {
+		t.Fatalf("%q: timeFields read %v, timestampSlow %v", b, got, want)
+	}
+}
+
+// TestTimeFields puts every byte value in every position of valid times
+// (and a few times at the edges of their fields' ranges).
+func TestTimeFields(t *testing.T) {
+	for _, s := range []string{
+		"2026-11-29T12:00:00.000000001Z", "2024-02-29T23:59:59.999999999Z", "2023-02-29T00:00:00.000000000Z",
+		"0000-01-01T00:00:00.000000000Z", "9999-12-31T23:59:59.999999999Z", "2026-04-31T00:00:00.000000000Z",
+		"2026-00-10T00:00:00.000000000Z", "2026-13-10T00:00:00.000000000Z", "2026-01-00T00:00:00.000000000Z",
+		"2026-01-10T24:00:00.000000000Z", "2026-01-10T00:60:00.000000000Z", "2026-01-10T00:00:60.000000000Z",
+		"2100-02-29T00:00:00.000000000Z", "2000-02-29T00:00:00.000000000Z",
+	} {
+		base := []byte(s + `",`)
+		checkTimeFields(t, base)
+		for pos := range 30 {
+			for c := range 256 {
+				b := bytes.Clone(base)
+				b[pos] = byte(c)
+				checkTimeFields(t, b)
+			}
+		}
+	}
+	// The fast path takes the times a Log writes.
+	if _, _, _, _, _, _, _, ok := timeFields([]byte(`2026-11-29T12:00:00.000000001Z","`)); !ok {
+		t.Error("timeFields refused a time in the stored form")
+	}
+}
+
+// FuzzTimeFields holds timeFields to timestampSlow on arbitrary bytes.
+func FuzzTimeFields(f *testing.F) {
+	f.Add([]byte(`2026-11-29T12:00:00.000000001Z","`))
+	f.Add([]byte(`2024-02-29T23:59:59.999999999Z","`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) < 32 {
+			return
+		}
+		checkTimeFields(t, b[:32])
+	})
 }
