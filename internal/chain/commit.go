@@ -2,6 +2,7 @@ package chain
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -111,9 +112,25 @@ func (l *Log) lead() {
 	l.mu.Lock()
 	b := l.take()
 	l.mu.Unlock()
+	committed := false
+	defer func() {
+		if !committed {
+			// commit panicked. Fail the log, so that no Append waits on
+			// a commit that will not come, and let the panic go on.
+			b.err = l.fail(errors.New("a commit panicked"))
+		}
+		l.answer(b)
+		l.handOff()
+	}()
 	l.commit(b)
-	l.answer(b)
+	committed = true
+}
+
+// handOff ends an appender's turn as committer: the writer takes over if a
+// batch is pending, else nobody commits until the next Append.
+func (l *Log) handOff() {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(l.pending.res) > 0 {
 		l.owner = ownWriter
 		select {
@@ -126,15 +143,6 @@ func (l *Log) lead() {
 	if l.closed {
 		l.settled.Broadcast() // Close's writer may be waiting for this commit
 	}
-	l.mu.Unlock()
-	if l.signer.low() {
-		// The writer computes nonces for the next signatures while this
-		// appender goes on with its call (sign.go).
-		select {
-		case l.refill <- struct{}{}:
-		default: // asked already
-		}
-	}
 }
 
 // write is the writer: it commits batches while they keep coming, from
@@ -145,9 +153,6 @@ func (l *Log) write() {
 	for {
 		select {
 		case <-l.wake:
-		case <-l.refill:
-			l.signer.refill(l.busy)
-			continue
 		case <-l.quit:
 			// l.closed is set: no Append joins the pending batch any
 			// more, and none starts committing.
@@ -179,19 +184,6 @@ func (l *Log) write() {
 			l.commit(b)
 			l.answer(b)
 		}
-		// Idle: ready the nonces of the next signatures.
-		l.signer.refill(l.busy)
-	}
-}
-
-// busy reports whether the writer has a batch to commit or is to stop,
-// which come before computing nonces.
-func (l *Log) busy() bool {
-	select {
-	case <-l.quit:
-		return true
-	default:
-		return len(l.wake) > 0
 	}
 }
 

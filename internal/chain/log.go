@@ -66,7 +66,6 @@ type Log struct {
 	full    chan struct{} // closed when the committer takes a full pending batch
 	waiting bool          // an Append waits on full
 	wake    chan struct{} // an appender handed the writer the pending batch (capacity 1)
-	refill  chan struct{} // the signer's nonces run low (capacity 1)
 	quit    chan struct{}
 	done    chan struct{}
 	failed  atomic.Pointer[error]
@@ -152,10 +151,8 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.settled = sync.NewCond(&l.mu)
 	l.full = make(chan struct{})
 	l.wake = make(chan struct{}, 1)
-	l.refill = make(chan struct{}, 1)
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
-	l.refill <- struct{}{} // nonces for the first signatures (sign.go)
 	l.start()
 	return l, nil
 }
@@ -233,7 +230,11 @@ func (l *Log) Dir() string { return l.dir }
 // the Log is reopened: the chain fails closed.
 //
 // If ctx ends first, Append returns ctx.Err() and the entry may or may not
-// be recorded; the decision MUST then be treated as not recorded.
+// be recorded; the decision MUST then be treated as not recorded. An Append
+// that finds nobody committing commits its batch itself (commit.go), and
+// then returns when that write and fsync return, even if ctx ends during
+// them: a disk that does not answer holds that one call, as it holds the
+// log.
 func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, err error) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
@@ -258,6 +259,11 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	requests.Put(r) // join copied r into the batch, or failed
 	if err != nil {
 		return 0, hash, err
+	}
+	if lead && ctx.Err() != nil {
+		// Given up already: leave the batch to the writer.
+		l.handOff()
+		lead = false
 	}
 	if lead {
 		// No batch was being committed: commit this one here, without

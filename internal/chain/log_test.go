@@ -681,3 +681,76 @@ func TestCloseDuringCommit(t *testing.T) {
 		t.Errorf("after Close: %+v, %v; acked %d, want all 4 (they joined before Close)", rep, err, acked)
 	}
 }
+
+// TestAppendGivenUpLeaves: an Append whose context has ended by the time it
+// joins an empty batch does not commit it itself — it returns ctx.Err() at
+// once and the writer commits the entry; an Append with a live context that
+// finds nobody committing commits its batch and is answered after the
+// fsync, even though its context ends meanwhile (Append's documented
+// exception); and a commit that panics fails the log instead of leaving
+// later Appends waiting.
+func TestAppendGivenUpLeaves(t *testing.T) {
+	dir := t.TempDir()
+	gf := &gatedFile{wrote: make(chan int, 100), gate: make(chan struct{})}
+	l := openT(t, dir, &Options{wrap: func(f segmentFile) segmentFile {
+		gf.segmentFile = f
+		return gf
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := l.Append(ctx, entryN(1)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Append with its context ended = %v; want context.Canceled", err)
+	}
+	<-gf.wrote // the writer wrote the entry; its fsync is held
+
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	acked := make(chan error, 1)
+	go func() {
+		_, _, err := l.Append(ctx2, entryN(2))
+		acked <- err
+	}()
+	close(gf.gate)
+	cancel2() // may come before or after the second entry's own commit starts
+	if err := <-acked; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("second Append = %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(dir, l.PublicKey())
+	if err != nil || rep.Entries < 1 || rep.Truncated() {
+		t.Errorf("Verify = %+v, %v; want the given-up entry committed by the writer", rep, err)
+	}
+}
+
+// panicFile panics in Sync.
+type panicFile struct{ segmentFile }
+
+func (panicFile) Sync() error { panic("disk on fire") }
+
+// TestLeadPanicFailsLog: a commit that panics on an appender's goroutine
+// fails the log, so the next Append gets an error instead of waiting for
+// a committer that is gone, and Close returns.
+func TestLeadPanicFailsLog(t *testing.T) {
+	dir := t.TempDir()
+	l := openT(t, dir, &Options{wrap: func(f segmentFile) segmentFile { return panicFile{f} }})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the commit's panic did not reach the appender")
+			}
+		}()
+		l.Append(context.Background(), entryN(1))
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := l.Append(context.Background(), entryN(2))
+		done <- err
+	}()
+	if err := <-done; err == nil {
+		t.Fatal("Append after a panicked commit succeeded")
+	}
+	if err := l.Close(); err == nil {
+		t.Error("Close after a panicked commit = nil; want the failure")
+	}
+}
