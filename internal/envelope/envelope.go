@@ -111,10 +111,8 @@ type Store struct {
 // against guesses of a low-entropy input: ChaCha8Rand is a cryptographic
 // generator (the C2SP chacha8rand design, the one Go's runtime uses):
 // without its seed, its output cannot be told from random bytes nor
-// predicted, forward or back, so a nonce is as unguessable as one read
-// from the system. It also replaces its key as it goes, so its state,
-// read later from the process's memory, does not give away the nonces
-// already written.
+// predicted, so a nonce is as unguessable as one read from the system.
+// (The nonces are no secret once written: each is in its record.)
 func Open(dir string, retention time.Duration) (*Store, error) {
 	var seed [32]byte
 	if _, err := crand.Read(seed[:]); err != nil {
