@@ -381,12 +381,19 @@ func (a *arena) str(b []byte, start, end int) string {
 	return is.s
 }
 
-const arenaLen = 4096
+// The lengths of an arena's arrays of strings and of capabilities: each
+// array is a small object (at most 32 KiB), which the runtime carves from
+// memory it reuses, where a larger one takes fresh pages from the kernel
+// (a page fault each).
+const (
+	strsLen = 1024
+	capsLen = 128
+)
 
 // reserveStrs makes room for an array of strings.
 func (a *arena) reserveStrs() {
 	if cap(a.strs)-len(a.strs) < 64 {
-		a.strs = make([]string, 0, arenaLen)
+		a.strs = make([]string, 0, strsLen)
 	}
 }
 
@@ -398,7 +405,7 @@ func (d *decoder) newCaps() []Cap {
 		return make([]Cap, 0, 1)
 	}
 	if cap(a.caps) == len(a.caps) {
-		a.caps = make([]Cap, 0, arenaLen)
+		a.caps = make([]Cap, 0, capsLen)
 	}
 	// One slot, the usual count; an append past it reallocates, so a
 	// longer list never overwrites the arena's next slices.

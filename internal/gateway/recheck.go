@@ -30,7 +30,7 @@ func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
 // entries, so that a recheck allocates once.
 type recheckRequest struct {
 	req  policy.Request
-	caps [1]capability.Capability
+	caps [2]capability.Capability
 }
 
 // recheckInto is Recheck writing the verdict to v, with the request in rr,
