@@ -93,6 +93,18 @@ func (d *decoder) char(c byte) bool {
 	return d.charSlow(c)
 }
 
+// next consumes the byte c if it comes next, and reports whether it did;
+// on a mismatch it records no error. It is char's test, small enough to be
+// inlined: d.next(c) || d.char(c) is char(c) without a call when c is
+// there.
+func (d *decoder) next(c byte) bool {
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
 // charSlow is char on a mismatch; kept out of line so that char inlines.
 //
 //go:noinline
@@ -282,7 +294,7 @@ func unescape(raw []byte) string {
 // strings are read with strMemo for fields memo, memo+1, ..., up to
 // memoMax.
 func (d *decoder) strs(memo, memoMax int) []string {
-	if !d.char('[') {
+	if !(d.next('[') || d.char('[')) {
 		return nil
 	}
 	if d.peek(']') {
@@ -316,7 +328,9 @@ func (d *decoder) strs(memo, memoMax int) []string {
 			d.i++
 			continue
 		}
-		d.char(']')
+		if !d.next(']') {
+			d.char(']')
+		}
 		if d.ar != nil {
 			d.ar.strs = out
 			return out[start:len(out):len(out)]
@@ -400,7 +414,7 @@ func (d *decoder) hex32Into(v *Digest) {
 // to zero for "". A light decoder checks the digest and leaves *v zero.
 func (d *decoder) optDigest(v *Digest) {
 	*v = Digest{}
-	if !d.char('"') {
+	if !(d.next('"') || d.char('"')) {
 		return
 	}
 	if d.peek('"') {
@@ -415,7 +429,9 @@ func (d *decoder) optDigest(v *Digest) {
 			d.fail(`an absent digest is "", not zeros`)
 		}
 	}
-	d.char('"')
+	if !d.next('"') {
+		d.char('"')
+	}
 }
 
 // hex32Check is hex32 checking the digits and that they are not all
@@ -621,7 +637,7 @@ func capKey(name []byte) int {
 
 // capability reads one capability object into c (when building).
 func (d *decoder) capability(c *Cap) {
-	if !d.char('{') {
+	if !(d.next('{') || d.char('{')) {
 		return
 	}
 	last := -1
@@ -631,10 +647,10 @@ func (d *decoder) capability(c *Cap) {
 			d.i++
 			break
 		}
-		if n > 0 && !d.char(',') {
+		if n > 0 && !(d.next(',') || d.char(',')) {
 			return
 		}
-		if !d.char('"') {
+		if !(d.next('"') || d.char('"')) {
 			return
 		}
 		j := d.i

@@ -101,7 +101,9 @@ func decodeEntryAs(line []byte, e *Entry, ar *arena, light bool) (f entryFacts, 
 				d.i++
 				continue
 			}
-			d.char(']')
+			if !d.next(']') {
+				d.char(']')
+			}
 			break
 		}
 	}
