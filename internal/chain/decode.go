@@ -61,14 +61,22 @@ func newKey(s string) *key {
 }
 
 // lit consumes the literal k. (After an error it may still match; the
-// error stands.) It is small enough to be inlined.
+// error stands.)
 func (d *decoder) lit(k *key) bool {
+	return d.has(k) || d.litSlow(k.s)
+}
+
+// has consumes the literal k if it comes next with at least 16 bytes from
+// its start, and reports whether it did; otherwise it records no error. It
+// is lit's test, small enough to be inlined: d.has(k) || d.lit(k) is
+// lit(k) without a call in the usual case.
+func (d *decoder) has(k *key) bool {
 	if b := d.b[d.i:]; len(b) >= 16 &&
 		(binary.LittleEndian.Uint64(b)^k.w[0])&k.m[0]|(binary.LittleEndian.Uint64(b[8:])^k.w[1])&k.m[1] == 0 {
 		d.i += k.n
 		return true
 	}
-	return d.litSlow(k.s)
+	return false
 }
 
 // litSlow is lit near the end of the line, where there are not two

@@ -71,11 +71,19 @@ func decodeEntryAs(line []byte, e *Entry, ar *arena, light bool) (f entryFacts, 
 	if e == nil {
 		e = &x
 	}
-	d.lit(kArgsHash)
+	// Each key is tested inline (has), and read by lit, which says what
+	// is wrong, only when it is not there.
+	if !d.has(kArgsHash) {
+		d.lit(kArgsHash)
+	}
 	d.optDigest(&e.ArgsHash)
-	d.lit(kBound)
+	if !d.has(kBound) {
+		d.lit(kBound)
+	}
 	e.Bound = d.boolean()
-	d.lit(kCaps)
+	if !d.has(kCaps) {
+		d.lit(kCaps)
+	}
 	e.Caps = nil
 	if d.peek(']') {
 		d.i++
@@ -107,65 +115,111 @@ func decodeEntryAs(line []byte, e *Entry, ar *arena, light bool) (f entryFacts, 
 			break
 		}
 	}
-	d.lit(kDecision)
+	if !d.has(kDecision) {
+		d.lit(kDecision)
+	}
 	e.Decision = d.decision(false)
-	d.lit(kEnvelope)
+	if !d.has(kEnvelope) {
+		d.lit(kEnvelope)
+	}
 	d.optDigest(&e.Envelope)
-	d.lit(kMode)
+	if !d.has(kMode) {
+		d.lit(kMode)
+	}
 	e.Mode = d.mode()
-	d.lit(kOrigin)
+	if !d.has(kOrigin) {
+		d.lit(kOrigin)
+	}
 	e.Origin = d.strMemo(memoOrigin)
-	d.lit(kPolicyHash)
+	if !d.has(kPolicyHash) {
+		d.lit(kPolicyHash)
+	}
 	d.optDigest(&e.PolicyHash)
-	d.lit(kPrev)
+	if !d.has(kPrev) {
+		d.lit(kPrev)
+	}
 	d.hex32Into(&e.Prev)
-	d.lit(kPrincipal)
+	if !d.has(kPrincipal) {
+		d.lit(kPrincipal)
+	}
 	e.Principal = d.strMemo(memoPrincipal)
-	d.lit(kReason)
+	if !d.has(kReason) {
+		d.lit(kReason)
+	}
 	e.Reason = d.strMemo(memoReason)
-	d.lit(kRoles)
+	if !d.has(kRoles) {
+		d.lit(kRoles)
+	}
 	e.Roles = d.strs(memoRole, memoRole)
-	d.lit(kRules)
+	if !d.has(kRules) {
+		d.lit(kRules)
+	}
 	e.Rules = d.strs(memoRule, nMemo-1)
-	d.lit(kSeq)
+	if !d.has(kSeq) {
+		d.lit(kSeq)
+	}
 	e.Seq = d.uint(MaxSeq)
 	if d.err == nil && e.Seq == 0 {
 		d.fail("seq 0: sequence numbers start at 1")
 	}
-	d.lit(kServer)
+	if !d.has(kServer) {
+		d.lit(kServer)
+	}
 	e.Server = d.strMemo(memoServer)
-	d.lit(kSession)
+	if !d.has(kSession) {
+		d.lit(kSession)
+	}
 	build := d.build
 	d.build = build && !light // read only to check it
 	e.Session = d.str()
 	d.build = build
-	d.lit(kTaint)
+	if !d.has(kTaint) {
+		d.lit(kTaint)
+	}
 	e.Taint = d.boolean()
-	d.lit(kTier)
+	if !d.has(kTier) {
+		d.lit(kTier)
+	}
 	e.Tier = d.strMemo(memoTier)
-	d.lit(kTime)
+	if !d.has(kTime) {
+		d.lit(kTime)
+	}
 	d.build = build && !light
 	e.Time = d.timestamp()
 	d.build = build
-	d.lit(kTool)
+	if !d.has(kTool) {
+		d.lit(kTool)
+	}
 	e.Tool = d.strMemo(memoTool)
-	d.lit(kToolSchema)
-	d.lit(kHashKey)
+	if !d.has(kToolSchema) {
+		d.lit(kToolSchema)
+	}
+	if !d.has(kHashKey) {
+		d.lit(kHashKey)
+	}
 	d.optDigest(&e.ToolSchemaHash)
-	d.lit(kV)
+	if !d.has(kV) {
+		d.lit(kV)
+	}
 	if v := d.uint(MaxSeq); d.err == nil && v != Version {
 		d.fail(fmt.Sprintf("format version %d, want %d", v, Version))
 	}
 	e.V = Version
-	d.lit(kWould)
+	if !d.has(kWould) {
+		d.lit(kWould)
+	}
 	e.Would = d.decision(true)
 	if d.err == nil && e.Would == e.Decision {
 		d.fail("would equal to decision is written as \"\"")
 	}
 	bodyEnd := d.i
-	d.lit(kHash)
+	if !d.has(kHash) {
+		d.lit(kHash)
+	}
 	d.hex32Into(&e.Hash)
-	d.lit(kEnd)
+	if !d.has(kEnd) {
+		d.lit(kEnd)
+	}
 	if d.err == nil && d.i != len(line) {
 		d.fail("trailing bytes after the entry")
 	}
