@@ -30,7 +30,7 @@ func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
 // entries, so that a recheck allocates once.
 type recheckRequest struct {
 	req  policy.Request
-	caps [2]capability.Capability
+	caps [1]capability.Capability
 }
 
 // recheckInto is Recheck writing the verdict to v, with the request in rr,
@@ -67,7 +67,7 @@ func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *chain.Entry) (
 	}
 	caps := rr.caps[:0]
 	if len(ent.Caps) > len(rr.caps) {
-		caps = nil
+		caps = make([]capability.Capability, 0, len(ent.Caps))
 	}
 	caps, err := appendCapsFromChain(caps, ent.Caps)
 	if err != nil {
