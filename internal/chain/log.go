@@ -241,6 +241,10 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	}
 	r := requests.Get().(*request)
 	r.buf, err = encodeEntry(r.buf[:0], e, &r.t)
+	if err == nil && len(r.buf)+64+20+hashSuffixLen > maxLine {
+		// With prev, seq and hash spliced in, a line no reader takes.
+		err = fmt.Errorf("entry of %d bytes is longer than a chain line may be (%d)", len(r.buf), maxLine)
+	}
 	if err != nil {
 		requests.Put(r)
 		return 0, hash, fmt.Errorf("chain: append: %w", err)

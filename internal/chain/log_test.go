@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -752,5 +753,55 @@ func TestLeadPanicFailsLog(t *testing.T) {
 	}
 	if err := l.Close(); err == nil {
 		t.Error("Close after a panicked commit = nil; want the failure")
+	}
+}
+
+// TestLongLines: with small blocks and a small line cap, entries whose
+// lines span many blocks are read back and verify; an entry too long to be
+// read back is refused by Append with nothing written; and a segment with
+// a line over the cap (written there by hand) is a malformed line at the
+// line's offset, found after reading about the cap, not the whole line.
+func TestLongLines(t *testing.T) {
+	defer func(b, m int) { blockSize, maxLine = b, m }(blockSize, maxLine)
+	blockSize, maxLine = 64, 4096
+	dir := t.TempDir()
+	l := openT(t, dir, nil)
+	for _, n := range []int{10, 300, 1000, 3000} {
+		e := entryN(n)
+		e.Caps[0].Path = "/home/u/" + strings.Repeat("x", n)
+		if _, _, err := l.Append(context.Background(), e); err != nil {
+			t.Fatalf("Append of a %d-byte path: %v", n, err)
+		}
+	}
+	big := entryN(1)
+	big.Caps[0].Path = "/home/u/" + strings.Repeat("y", 4096)
+	if _, _, err := l.Append(context.Background(), big); err == nil || !strings.Contains(err.Error(), "longer than a chain line may be") {
+		t.Fatalf("Append of an entry over the line cap = %v; want it refused", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Verify(dir, l.PublicKey())
+	if err != nil || rep.Entries != 4 {
+		t.Fatalf("Verify = %+v, %v; want the 4 long entries", rep, err)
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(segs[len(segs)-1].path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	f.Write(bytes.Repeat([]byte{'{'}, 1<<20)) // a megabyte without a newline
+	f.Close()
+	_, err = Verify(dir, l.PublicKey())
+	var be *BreakError
+	if !errors.As(err, &be) || be.Kind != BreakMalformed || be.Offset != fi.Size() || !strings.Contains(be.Got, "without a newline") {
+		t.Fatalf("Verify of a segment with an overlong line = %v; want a malformed line at offset %d", err, fi.Size())
+	}
+	if _, err := Open(dir, nil); !errors.As(err, &be) {
+		t.Errorf("Open of a chain with an overlong line = %v; want the break", err)
 	}
 }

@@ -22,6 +22,11 @@ import (
 // tables. It is a variable for tests.
 var blockSize = 256 << 10
 
+// maxLine is the longest line a reader takes, newline excluded; a longer
+// one is a malformed line, found without reading it all. A Log refuses an
+// entry whose line would be longer (Append). A variable for tests.
+var maxLine = 64 << 20
+
 // chunk is one block of a segment on its way through the pipeline. Between
 // the reader's send and ready, it belongs to one worker; after ready, to
 // the walk.
@@ -36,6 +41,7 @@ type chunk struct {
 	segStart bool
 	segEnd   bool
 	partial  int // segEnd: bytes after the last newline
+	long     int // a line longer than maxLine starts at base: the bytes read of it
 	res      []lineResult
 	cks      []checkpoint
 	ents     []Entry
@@ -132,8 +138,11 @@ func (p *pipeline) read() {
 				f.Close()
 				return
 			}
-			if cap(c.buf) < len(carry)+blockSize {
-				c.buf = make([]byte, len(carry)+blockSize)
+			// Read at least as much as is carried, so that the block
+			// doubles while a line does not fit: a long line is copied a
+			// few times over, not once per block.
+			if size := len(carry) + max(blockSize, len(carry)); cap(c.buf) < size {
+				c.buf = make([]byte, size)
 			}
 			buf := c.buf[:cap(c.buf)]
 			n := copy(buf, carry)
@@ -148,6 +157,16 @@ func (p *pipeline) read() {
 			data := buf[:n+m]
 			k := bytes.LastIndexByte(data, '\n') + 1 // end of the last whole line
 			if !eof && k == 0 {
+				if len(data) > maxLine {
+					// No line of a chain is this long: the walk reports
+					// it as malformed where it starts, and stops here.
+					*c = chunk{ready: c.ready, seg: si, buf: c.buf, data: buf[:0], base: base, segStart: first, long: len(data),
+						starts: c.starts, ends: c.ends, res: c.res, cks: c.cks, ents: c.ents, aux: c.aux}
+					f.Close()
+					p.work <- c
+					p.ordered <- c
+					return
+				}
 				// A line longer than the block: read on with a bigger one.
 				carry = append(carry[:0], data...)
 				p.free <- c

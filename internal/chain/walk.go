@@ -147,6 +147,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				return brk(BreakSeq, w.next, -1, fmt.Sprint(w.next), fmt.Sprintf("segment named for seq %d", s.first))
 			}
 		}
+		if c.long > 0 {
+			return brk(BreakMalformed, w.next, -1, fmt.Sprintf("a line of at most %d bytes", maxLine), fmt.Sprintf("more than %d bytes without a newline", c.long))
+		}
 		tailFrom := len(unsigned) // this chunk's entries in unsigned
 		for i := range c.res {
 			r := &c.res[i]
