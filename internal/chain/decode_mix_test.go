@@ -280,3 +280,24 @@ func FuzzTimeFields(f *testing.F) {
 		checkTimeFields(t, b[:32])
 	})
 }
+
+// TestToolSchemaKeyError: the tool_schema_hash key, tested in two parts,
+// is named whole in an error, at the offset where it starts, whichever part
+// is wrong (from a review).
+func TestToolSchemaKeyError(t *testing.T) {
+	e := sample()
+	e.Hash, _ = e.ComputeHash()
+	good, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := bytes.Index(good, []byte(`,"tool_schema_hash":`))
+	for _, bad := range []string{`"tool_schema_hasX"`, `"tool_schemX_hash"`, `"tool_schema_hash "`} {
+		line := bytes.Replace(good, []byte(`"tool_schema_hash"`), []byte(bad), 1)
+		_, err := decodeEntry(line, nil)
+		want := fmt.Sprintf("byte %d: want %q", at, `,"tool_schema_hash":`)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v; want it to say %s", bad, err, want)
+		}
+	}
+}

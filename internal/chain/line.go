@@ -191,11 +191,11 @@ func decodeEntryAs(line []byte, e *Entry, ar *arena, light bool) (f entryFacts, 
 		d.lit(kTool)
 	}
 	e.Tool = d.strMemo(memoTool)
-	if !d.has(kToolSchema) {
-		d.lit(kToolSchema)
-	}
-	if !d.has(kHashKey) {
-		d.lit(kHashKey)
+	// The key is longer than a key's 16 bytes, so it is tested in two;
+	// an error names it whole, where it starts.
+	if at := d.i; !d.has(kToolSchema) || !d.has(kHashKey) {
+		d.i = at
+		d.litSlow(`,"tool_schema_hash":`)
 	}
 	d.optDigest(&e.ToolSchemaHash)
 	if !d.has(kV) {
