@@ -245,7 +245,7 @@ func (l *Log) commit(b *batch) {
 			return
 		}
 	}
-	ck := l.signer.checkpoint(last.seq, last.hash)
+	ck := signCheckpointAs(l.priv, l.keyID, last.seq, last.hash)
 	b.buf = appendCheckpoint(b.buf, &ck)
 	if _, err := l.f.Write(b.buf); err != nil {
 		b.err = l.fail(fmt.Errorf("writing: %w", err))

@@ -53,7 +53,7 @@ type Log struct {
 	wrap    func(segmentFile) segmentFile
 	priv    ed25519.PrivateKey
 	pub     ed25519.PublicKey
-	signer  *signer
+	keyID   [8]byte // of pub, in each checkpoint
 	lock    *os.File
 
 	// mu guards closed, the pending batch, which Appends join and its
@@ -167,7 +167,7 @@ func (l *Log) open() error {
 		return err
 	}
 	l.pub = l.priv.Public().(ed25519.PublicKey)
-	l.signer = newSigner(l.priv)
+	l.keyID = keyID(l.pub)
 	if len(segs) == 0 {
 		l.next = 1
 		return l.createSegment(1)
