@@ -7,24 +7,8 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/dlp"
-	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/google/go-cmp/cmp"
 )
-
-// redactEnvelopeSlow is redactEnvelope without its fast path: the
-// arguments always re-encoded by dlp.RedactJSON. The reference the fast
-// path is held to.
-func redactEnvelopeSlow(a []byte) ([]byte, []envelope.Redaction) {
-	out, found, err := dlp.RedactJSON(a, nil, nil)
-	if err != nil {
-		return []byte(`"(arguments aegis could not read are not kept)"`), nil
-	}
-	reds := make([]envelope.Redaction, 0, len(found))
-	for _, f := range found {
-		reds = append(reds, envelope.Redaction{Pointer: f.Pointer, Kind: string(f.Kind)})
-	}
-	return out, reds
-}
 
 // sameJSON reports whether a and b are one JSON value, numbers compared
 // by their text.
@@ -42,13 +26,13 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 	return cmp.Equal(decode(a), decode(b))
 }
 
-// checkRedactEnvelope holds redactEnvelope to redactEnvelopeSlow on a: the
+// checkRedactEnvelope holds redactEnvelope to redactAll on a: the
 // same redactions; the same bytes when anything was found or the
 // arguments could not be read; otherwise the input as it is, which is the
 // same JSON value as the slow path's re-encoding.
 func checkRedactEnvelope(t *testing.T, a []byte) {
 	t.Helper()
-	wantOut, wantReds := redactEnvelopeSlow(a)
+	wantOut, wantReds := redactAll(a)
 	gotOut, gotReds := redactEnvelope(a)
 	if len(wantReds) == 0 {
 		wantReds = nil

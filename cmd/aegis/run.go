@@ -177,6 +177,12 @@ func redactEnvelope(a []byte) ([]byte, []envelope.Redaction) {
 	if found, ok := hasFindings(a); ok && !found {
 		return a, nil
 	}
+	return redactAll(a)
+}
+
+// redactAll is redactEnvelope without its fast path: the arguments
+// re-encoded by dlp.RedactJSON, secrets taken out.
+func redactAll(a []byte) ([]byte, []envelope.Redaction) {
 	out, found, err := dlp.RedactJSON(a, nil, nil)
 	if err != nil {
 		return []byte(`"(arguments aegis could not read are not kept)"`), nil
