@@ -107,6 +107,9 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	if rep.Truncated() {
 		fmt.Fprintf(stdout, "TRUNCATED at the tail: %d entries after the last signature, %d torn bytes (a crash leaves this; so does removing entries from the end)\n",
 			rep.Unsigned(), rep.TornBytes)
+		if rep.Acked > 0 {
+			fmt.Fprintf(stdout, "an ack line marks entries up to seq %d as acknowledged by the writer, which signs them next (while it runs, or when it restarts after a crash); only the holder of the private key can check that mark\n", rep.Acked)
+		}
 		return exitError{3}
 	}
 	fmt.Fprintln(stdout, "OK")

@@ -17,7 +17,8 @@ import (
 // links it to the one before, finishes its hash and appends the stored
 // line to the pending batch. One committer at a time takes the pending
 // batch whole, leaving an empty one for the next appenders; appends a
-// checkpoint signing its last entry; writes the batch and fsyncs it; then
+// checkpoint signing its last entry (or, for an appender alone, an ack line
+// marking it, signed right after: ack.go); writes the batch and fsyncs it; then
 // answers all its appenders at once by closing the batch's done channel,
 // after which each reads its result.
 //
@@ -31,7 +32,8 @@ import (
 // So the entries that arrive during one fsync go out together in the next
 // write and fsync, and the chain's sequential work (linking and hashing)
 // is done as they arrive, while that fsync runs. An appender is answered
-// only after the fsync that covers its entry and the checkpoint signing it.
+// only after the fsync that covers its entry and the checkpoint signing it
+// or the ack marking it.
 //
 // An earlier design sent each request over a channel to the writer, which
 // linked and hashed the whole batch after taking it, and each answer back
@@ -105,9 +107,11 @@ func (l *Log) start() {
 // lead commits the pending batch on the goroutine of the appender that
 // joined it first, while nobody else was committing: an Append alone (a
 // proxy's one call at a time) is written, fsynced and answered without
-// waking another goroutine. The appenders that join during its fsync are
-// handed to the writer rather than committed here, so that this appender
-// returns after one commit.
+// waking another goroutine, and without waiting for a signature: its batch
+// ends with an ack line, and the writer signs the checkpoint after it
+// (ack.go). The appenders that join during its fsync are handed to the
+// writer rather than committed here, so that this appender returns after
+// one commit.
 func (l *Log) lead() {
 	l.mu.Lock()
 	b := l.take()
@@ -122,16 +126,17 @@ func (l *Log) lead() {
 		l.answer(b)
 		l.handOff()
 	}()
-	l.commit(b)
+	l.commit(b, false)
 	committed = true
 }
 
 // handOff ends an appender's turn as committer: the writer takes over if a
-// batch is pending, else nobody commits until the next Append.
+// batch is pending or the last one awaits its checkpoint, else nobody
+// commits until the next Append.
 func (l *Log) handOff() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.pending.res) > 0 {
+	if len(l.pending.res) > 0 || l.unsigned {
 		l.owner = ownWriter
 		select {
 		case l.wake <- struct{}{}:
@@ -163,17 +168,30 @@ func (l *Log) write() {
 			b := l.take()
 			l.mu.Unlock()
 			if len(b.res) > 0 {
-				l.commit(b)
+				l.commit(b, true)
 			}
 			l.answer(b)
+			if l.unsigned {
+				l.signTip(true) // a failure fails the log, which Close returns
+			} else if l.dirty && l.failed.Load() == nil {
+				if err := l.f.Sync(); err != nil {
+					l.fail(fmt.Errorf("fsync: %w", err))
+				}
+			}
 			l.closeErr = l.f.Close()
 			return
 		}
 		l.mu.Lock()
 		handed := l.owner == ownWriter
+		idle := len(l.pending.res) == 0
 		l.mu.Unlock()
 		if !handed {
 			continue // not the writer's to commit (cannot happen)
+		}
+		if idle && l.unsigned {
+			// The batch an appender committed alone: sign it now. A batch
+			// pending instead gets a checkpoint that signs both.
+			l.signTip(false)
 		}
 		for last := 0; ; {
 			b := l.gather(last)
@@ -181,7 +199,7 @@ func (l *Log) write() {
 				break
 			}
 			last = len(b.res)
-			l.commit(b)
+			l.commit(b, true)
 			l.answer(b)
 		}
 	}
@@ -228,14 +246,23 @@ func (l *Log) gather(last int) *batch {
 }
 
 // commit makes b durable: it appends a checkpoint signing b's last entry
-// and writes b in one write, then one fsync. On failure it sets b.err.
-func (l *Log) commit(b *batch) {
+// (sign), or an ack line marking it (ack.go), and writes b in one write,
+// then one fsync. On failure it sets b.err.
+func (l *Log) commit(b *batch, sign bool) {
 	if p := l.failed.Load(); p != nil {
 		b.err = *p
 		return
 	}
 	first, last := b.res[0], b.res[len(b.res)-1]
 	if l.size >= l.segSize {
+		// A segment ends with a checkpoint, durable before the next
+		// segment exists.
+		if l.unsigned || l.dirty {
+			if err := l.signTip(true); err != nil {
+				b.err = err
+				return
+			}
+		}
 		if err := l.f.Close(); err != nil {
 			b.err = l.fail(err)
 			return
@@ -245,24 +272,57 @@ func (l *Log) commit(b *batch) {
 			return
 		}
 	}
-	ck := signCheckpointAs(l.priv, l.keyID, last.seq, last.hash)
-	b.buf = appendCheckpoint(b.buf, &ck)
+	if sign {
+		ck := signCheckpointAs(l.priv, l.keyID, last.seq, last.hash)
+		b.buf = appendCheckpoint(b.buf, &ck)
+	} else {
+		k := l.acker.make(last.seq, last.hash)
+		b.buf = appendAck(b.buf, &k)
+	}
 	if _, err := l.f.Write(b.buf); err != nil {
 		b.err = l.fail(fmt.Errorf("writing: %w", err))
 		return
 	}
+	l.size += int64(len(b.buf))
 	t0 := time.Now()
 	if err := l.f.Sync(); err != nil {
 		b.err = l.fail(fmt.Errorf("fsync: %w", err))
 		return
 	}
 	l.syncNanos.Add(int64(time.Since(t0)))
-	l.size += int64(len(b.buf))
+	l.tipSeq, l.tipHash = last.seq, last.hash
+	l.unsigned, l.dirty = !sign, false
 	l.entries.Add(uint64(len(b.res)))
 	l.commits.Add(1)
 	if n := int64(len(b.res)); n > l.largest.Load() {
 		l.largest.Store(n)
 	}
+}
+
+// signTip writes the checkpoint that signs the last entry written, which
+// an ack line ends, and fsyncs it if sync (else the next commit's fsync, or
+// Close's, covers it: until then a crash leaves the ack, and Open signs the
+// entries again). A failure fails the log.
+func (l *Log) signTip(sync bool) error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	if l.unsigned {
+		ck := signCheckpointAs(l.priv, l.keyID, l.tipSeq, l.tipHash)
+		l.ckBuf = appendCheckpoint(l.ckBuf[:0], &ck)
+		if _, err := l.f.Write(l.ckBuf); err != nil {
+			return l.fail(fmt.Errorf("writing a checkpoint: %w", err))
+		}
+		l.size += int64(len(l.ckBuf))
+		l.unsigned, l.dirty = false, true
+	}
+	if sync && l.dirty {
+		if err := l.f.Sync(); err != nil {
+			return l.fail(fmt.Errorf("fsync: %w", err))
+		}
+		l.dirty = false
+	}
+	return nil
 }
 
 // answer wakes the appenders of b, committed or failed, all at once, and

@@ -14,9 +14,10 @@
 // # Writing
 //
 // [Open] a directory and [Log.Append] entries. Append returns once the
-// entry is durable; concurrent Appends share one write and one fsync, after
+// entry is durable; concurrent Appends share one write and one fsync, in
 // which one checkpoint, an ed25519 signature over the last entry's seq and
-// hash, covers the whole batch:
+// hash, covers the whole batch (an Append alone is acknowledged after an
+// ack line instead, and signed right after: ack.go):
 //
 //	l, err := chain.Open(dir, nil)
 //	...
@@ -34,7 +35,7 @@
 // # Durability
 //
 // What is durable: every entry for which Append returned nil, with its
-// checkpoint (R25). What is not: an entry whose Append returned an error or
+// checkpoint or its ack (R25). What is not: an entry whose Append returned an error or
 // had not returned when the process or machine stopped; Open cuts such
 // entries off if they reached the disk. After a write or fsync error the Log
 // refuses every further Append until it is reopened.

@@ -54,6 +54,7 @@ type Log struct {
 	priv    ed25519.PrivateKey
 	pub     ed25519.PublicKey
 	keyID   [8]byte // of pub, in each checkpoint
+	acker   *acker  // of priv, for ack lines (ack.go); the committer's
 	lock    *os.File
 
 	// mu guards closed, the pending batch, which Appends join and its
@@ -80,6 +81,15 @@ type Log struct {
 	f        segmentFile
 	size     int64
 	closeErr error
+	// tip is the last entry written, tipHash its hash. unsigned: the
+	// segment ends with an ack line, not a checkpoint, so the batch before
+	// it is durable and acknowledged but not yet signed. dirty: a
+	// checkpoint was written after the last fsync.
+	tipSeq   uint64
+	tipHash  Digest
+	unsigned bool
+	dirty    bool
+	ckBuf    []byte
 
 	entries   atomic.Uint64
 	commits   atomic.Uint64
@@ -109,9 +119,10 @@ var requests = sync.Pool{New: func() any {
 // signing key (chain.key, mode 0600) and its public half (chain.pub) if
 // they do not exist.
 //
-// Open recovers from a crash: it verifies the last segment and cuts off
-// what follows its last checkpoint (a torn line, and entries whose batch
-// never completed: none of them was acknowledged). If the last segment is
+// Open recovers from a crash: it verifies the last segment, keeps and signs
+// the entries up to its last ack line (acknowledged, not yet signed) and
+// cuts off what follows (a torn line, and entries whose batch never
+// completed: none of them was acknowledged). If the last segment is
 // broken in the middle, Open returns the *BreakError and does not append to
 // a chain it cannot extend honestly. opts may be nil.
 func Open(dir string, opts *Options) (*Log, error) {
@@ -168,11 +179,12 @@ func (l *Log) open() error {
 	}
 	l.pub = l.priv.Public().(ed25519.PublicKey)
 	l.keyID = keyID(l.pub)
+	l.acker = newAcker(l.priv)
 	if len(segs) == 0 {
 		l.next = 1
 		return l.createSegment(1)
 	}
-	last, err := l.recoverTail(segs)
+	last, acked, err := l.recoverTail(segs)
 	if err != nil {
 		return err
 	}
@@ -187,6 +199,16 @@ func (l *Log) open() error {
 	}
 	l.size = fi.Size()
 	l.setFile(f)
+	l.tipSeq, l.tipHash = l.next-1, l.prev
+	if acked {
+		// Entries this Log acknowledged before it stopped and that no
+		// checkpoint signs yet: sign them before anything else.
+		l.unsigned = true
+		if err := l.signTip(true); err != nil {
+			l.f.Close()
+			return fmt.Errorf("chain: signing the acknowledged tail of %s: %w", last.path, err)
+		}
+	}
 	return nil
 }
 
@@ -219,9 +241,12 @@ func (l *Log) PublicKey() ed25519.PublicKey { return l.pub }
 // Dir returns the directory of the chain.
 func (l *Log) Dir() string { return l.dir }
 
-// Append records e and returns its seq and hash once it is durable: written,
-// fsynced, and covered by a signed checkpoint in the same fsync. The caller
-// MUST NOT act on the decision (forward the call) before Append returns nil.
+// Append records e and returns its seq and hash once it is durable: written
+// and fsynced, with the checkpoint that signs it or an ack line that marks
+// it acknowledged in the same fsync. The caller MUST NOT act on the
+// decision (forward the call) before Append returns nil. An Append that
+// commits alone is acknowledged after its ack line, and the checkpoint
+// that signs it is written right after, off the caller's path (ack.go).
 //
 // Concurrent Appends share one write and one fsync (group commit). Append
 // fills in e's V, Seq, Prev and Hash, and its Time when zero (the time of

@@ -19,6 +19,8 @@ import (
 //	"G -> A -> B -> C"    four batches of one entry, each with a checkpoint
 //	"G -> A B C"          G, then one batch of three (one checkpoint, after C)
 //	"G -> A | B -> C"     "|" starts a new segment file
+//	"G -> A ack ck -> B"  A's batch ends with an ack line (ack.go), then a
+//	                      checkpoint signs A ("ck": the writer's deferred one)
 //
 // The lines are made by the Log's own batch encoder, with fixed times and
 // keys, so a test can then edit, delete, swap or forge them by label.
@@ -75,6 +77,14 @@ func draw(t testing.TB, spec string) *picture {
 	}
 	for _, tok := range strings.Fields(spec) {
 		switch tok {
+		case "ack":
+			p.ackBatch(priv, labels...)
+			labels = nil
+		case "ck":
+			flush()
+			ck := signCheckpoint(priv, p.next-1, p.prev)
+			seg := &p.segs[len(p.segs)-1]
+			*seg = append(*seg, string(appendCheckpoint(nil, &ck)))
 		case "->":
 			flush()
 		case "|":
@@ -87,6 +97,32 @@ func draw(t testing.TB, spec string) *picture {
 	}
 	flush()
 	return p
+}
+
+// ackBatch appends one batch of the given labels, ending with an ack line
+// made with priv's MAC key.
+func (p *picture) ackBatch(priv ed25519.PrivateKey, labels ...string) {
+	p.t.Helper()
+	if len(labels) == 0 {
+		p.t.Fatal("ack without entries in the picture")
+	}
+	h := newHasher()
+	seg := &p.segs[len(p.segs)-1]
+	for _, l := range labels {
+		e := pictureEntry(l, p.next)
+		if err := e.check(); err != nil {
+			p.t.Fatal(err)
+		}
+		r := &request{}
+		r.buf = appendCanonical(nil, e, &r.t)
+		line, d := appendEntry(nil, h, r, p.prev, p.next)
+		e.V, e.Seq, e.Prev, e.Hash = Version, p.next, p.prev, d
+		p.entries[l] = e
+		*seg = append(*seg, string(line))
+		p.prev, p.next = d, p.next+1
+	}
+	k := newAcker(priv).make(p.next-1, p.prev)
+	*seg = append(*seg, string(appendAck(nil, &k)))
 }
 
 // batch appends one batch of the given labels, signed by priv.

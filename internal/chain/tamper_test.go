@@ -3,6 +3,7 @@ package chain
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ type verdict struct {
 	Seq       uint64    // of the break
 	Entries   uint64
 	Signed    uint64
+	Acked     uint64
 	TornBytes int64
 }
 
@@ -22,7 +24,7 @@ func verifyPicture(t *testing.T, p *picture, all bool) verdict {
 	t.Helper()
 	dir := p.write()
 	rep, err := VerifyWith(dir, p.pub, &VerifyOptions{AllSignatures: all})
-	v := verdict{Entries: rep.Entries, Signed: rep.Signed, TornBytes: rep.TornBytes}
+	v := verdict{Entries: rep.Entries, Signed: rep.Signed, Acked: rep.Acked, TornBytes: rep.TornBytes}
 	var be *BreakError
 	switch {
 	case errors.As(err, &be):
@@ -322,6 +324,132 @@ func TestTamper(t *testing.T) {
 				ck := *p.line("A", true)
 				p.remove("A", true)
 				p.segs[1] = append([]string{ck}, p.segs[1]...)
+			},
+			want: verdict{Break: BreakCheckpoint, Seq: 2},
+		},
+
+		// Ack lines (ack.go): a batch acknowledged before it was signed.
+		{
+			name:  "acked, not yet signed",
+			chain: "G -> A B ack",
+			alter: func(p *picture) {},
+			want:  verdict{Entries: 3, Signed: 1, Acked: 3},
+		},
+		{
+			name:  "acked, then signed",
+			chain: "G -> A ack ck -> B",
+			alter: func(p *picture) {},
+			want:  verdict{Entries: 3, Signed: 3},
+		},
+		{
+			name:  "acked, then the next batch signs both",
+			chain: "G -> A ack B C",
+			alter: func(p *picture) {},
+			want:  verdict{Entries: 4, Signed: 4},
+		},
+		{
+			name:  "acked, then more entries unsigned",
+			chain: "G -> A ack B C ack",
+			alter: func(p *picture) { p.segs[0] = p.segs[0][:len(p.segs[0])-1] },
+			want:  verdict{Entries: 4, Signed: 1, Acked: 2},
+		},
+		{
+			name:  "an ack by another key is only a mark to a verifier",
+			chain: "G -> A",
+			alter: func(p *picture) { p.ackBatch(fresh, "B") },
+			want:  verdict{Entries: 3, Signed: 2, Acked: 3},
+		},
+		{
+			name:  "segment ending with an ack",
+			chain: "G -> A ack | B",
+			alter: func(p *picture) {},
+			want:  verdict{Break: BreakCheckpoint, Seq: 2},
+		},
+		{
+			name:  "segment starting with an ack",
+			chain: "G -> A ack ck | B",
+			alter: func(p *picture) {
+				ack := p.segs[0][2]
+				p.segs[0] = slices.Delete(p.segs[0], 2, 3)
+				p.segs[1] = append([]string{ack}, p.segs[1]...)
+			},
+			want: verdict{Break: BreakCheckpoint, Seq: 2},
+		},
+		{
+			name:  "ack after a checkpoint",
+			chain: "G -> A ack ck",
+			alter: func(p *picture) { p.segs[0][2], p.segs[0][3] = p.segs[0][3], p.segs[0][2] },
+			want:  verdict{Break: BreakCheckpoint, Seq: 2},
+		},
+		{
+			name:  "two acks in a row",
+			chain: "G -> A ack",
+			alter: func(p *picture) { p.segs[0] = append(p.segs[0], p.segs[0][len(p.segs[0])-1]) },
+			want:  verdict{Break: BreakCheckpoint, Seq: 2},
+		},
+		{
+			name:  "ack of an earlier entry",
+			chain: "G -> A B ack",
+			alter: func(p *picture) {
+				k := newAcker(p.priv).make(2, p.entries["A"].Hash)
+				p.segs[0][len(p.segs[0])-1] = string(appendAck(nil, &k))
+			},
+			want: verdict{Break: BreakCheckpoint, Seq: 2},
+		},
+		{
+			name:  "ack of another hash",
+			chain: "G -> A ack",
+			alter: func(p *picture) {
+				k := newAcker(p.priv).make(2, p.entries["G"].Hash)
+				p.segs[0][len(p.segs[0])-1] = string(appendAck(nil, &k))
+			},
+			want: verdict{Break: BreakCheckpoint, Seq: 2},
+		},
+		{
+			name:  "ack in upper-case hex",
+			chain: "G -> A ack",
+			alter: func(p *picture) {
+				l := &p.segs[0][len(p.segs[0])-1]
+				i := strings.Index(*l, `"mac":"`) + 7
+				*l = (*l)[:i] + strings.ToUpper((*l)[i:i+64]) + (*l)[i+64:]
+			},
+			want: verdict{Break: BreakMalformed, Seq: 3},
+		},
+		{
+			name:  "ack with a space",
+			chain: "G -> A ack",
+			alter: func(p *picture) {
+				l := &p.segs[0][len(p.segs[0])-1]
+				*l = strings.Replace(*l, `{"ack":`, `{"ack": `, 1)
+			},
+			want: verdict{Break: BreakMalformed, Seq: 3},
+		},
+		{
+			name:  "ack without its mac",
+			chain: "G -> A ack",
+			alter: func(p *picture) {
+				l := &p.segs[0][len(p.segs[0])-1]
+				*l = (*l)[:strings.Index(*l, `,"mac"`)] + "}\n"
+			},
+			want: verdict{Break: BreakMalformed, Seq: 3},
+		},
+		{
+			name:  "ack 0",
+			chain: "G",
+			alter: func(p *picture) {
+				k := newAcker(p.priv).make(0, Digest{})
+				p.segs[0] = append([]string{string(appendAck(nil, &k))}, p.segs[0]...)
+			},
+			want: verdict{Break: BreakMalformed, Seq: 1},
+		},
+		{
+			name:  "checkpoint signing an acked entry moved after the next entry",
+			chain: "G -> A ack ck -> B",
+			alter: func(p *picture) {
+				// G, ck, A, ack, ck of A, B, ck of B
+				ck := p.segs[0][4]
+				p.segs[0] = slices.Delete(p.segs[0], 4, 5)
+				p.segs[0] = slices.Insert(p.segs[0], 5, ck)
 			},
 			want: verdict{Break: BreakCheckpoint, Seq: 2},
 		},

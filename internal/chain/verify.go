@@ -12,8 +12,8 @@ type BreakKind uint8
 // The kinds of break. Each is evidence of tampering (or of a bug), never
 // the result of a crash: a crash only shortens the last segment.
 const (
-	// BreakMalformed: a complete line that is not an entry or checkpoint
-	// in the stored form, or a segment other than the last that ends
+	// BreakMalformed: a complete line that is not an entry, checkpoint or
+	// ack in the stored form, or a segment other than the last that ends
 	// mid-line.
 	BreakMalformed BreakKind = iota + 1
 	// BreakSeq: an entry whose seq is not the next one (an entry or a
@@ -25,7 +25,9 @@ const (
 	// BreakHash: an entry whose stored hash is not the hash of its content.
 	BreakHash
 	// BreakCheckpoint: a checkpoint that does not sign the entry right
-	// before it, or a segment other than the last that ends unsigned.
+	// before it (or right before the ack before it), an ack that does not
+	// mark the entry right before it, or a segment other than the last that
+	// ends unsigned.
 	BreakCheckpoint
 	// BreakSignature: a checkpoint by another key, or whose signature does
 	// not verify.
@@ -76,9 +78,14 @@ type Report struct {
 	Entries uint64
 	// Signed is the number of entries covered by a checkpoint whose
 	// signature verified: the seq of that checkpoint. Entries after it are
-	// not attested by the key: a crash leaves such entries only if they were
-	// never acknowledged, and anyone can append them.
+	// not attested by the key, and anyone can append them.
 	Signed uint64
+	// Acked is the seq of the last ack line after the last checkpoint, or
+	// 0: the writer marked the entries up to it acknowledged before
+	// signing them (it signs them right after, or when it reopens the
+	// chain after a crash). The mark's MAC is checked only by the writer,
+	// so these entries are as unsigned as any others to a verifier.
+	Acked uint64
 	// Checkpoints is the number of checkpoint lines checked.
 	Checkpoints uint64
 	// LastHash is the hash of the last entry.
@@ -163,6 +170,9 @@ func VerifyWith(dir string, pub ed25519.PublicKey, opts *VerifyOptions) (Report,
 		Segments:    w.segments,
 		Bytes:       w.bytes,
 		TornBytes:   w.torn,
+	}
+	if w.haveAck {
+		rep.Acked = w.lastAck.seq
 	}
 	if opts.AllSignatures {
 		rep.SignaturesChecked = w.checkpoints

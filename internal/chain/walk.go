@@ -50,6 +50,14 @@ type walkResult struct {
 	lastCkFile  string // where the last checkpoint is
 	lastCkOff   int64
 	lastSize    int64
+
+	// The last ack line after the last checkpoint, if haveAck: the end of
+	// a batch acknowledged before it was signed (ack.go).
+	lastAck    ack
+	haveAck    bool
+	lastAckEnd int64 // offset in the last segment just past it
+	lastAckOff int64
+	lastAckSeg string
 }
 
 type lineKind uint8
@@ -57,6 +65,7 @@ type lineKind uint8
 const (
 	lineEntry lineKind = iota + 1
 	lineCheckpoint
+	lineAck
 )
 
 type lineResult struct {
@@ -73,6 +82,7 @@ type lineResult struct {
 	hashHex  [64]byte
 	ck       *checkpoint
 	sigOK    bool
+	mac      [32]byte // ack: its MAC, which only the writer can check
 }
 
 func walk(segs []segment, cfg walkConfig) (walkResult, error) {
@@ -118,7 +128,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 	// prevHex is w.prev in hex, for the light read's links.
 	var prevHex [64]byte
 	hex.Encode(prevHex[:], w.prev[:])
-	lastWasEntry := false
+	// The kind of the line before, in this segment (0 at its start): a
+	// checkpoint follows an entry or an ack, an ack follows an entry.
+	var before lineKind
 	for c := range p.ordered {
 		<-c.ready
 		if c.err != nil {
@@ -142,7 +154,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		}
 		if c.segStart {
 			w.segments++
-			lastWasEntry = false
+			before = 0
 			if s.first != w.next {
 				return brk(BreakSeq, w.next, -1, fmt.Sprint(w.next), fmt.Sprintf("segment named for seq %d", s.first))
 			}
@@ -154,7 +166,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		for i := range c.res {
 			r := &c.res[i]
 			if r.err != nil {
-				return brk(BreakMalformed, w.next, i, "an entry or checkpoint line", r.err.Error())
+				return brk(BreakMalformed, w.next, i, "an entry, checkpoint or ack line", r.err.Error())
 			}
 			switch r.kind {
 			case lineEntry:
@@ -185,11 +197,25 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				}
 				w.next++
 				w.entries++
-				lastWasEntry = true
+				before = lineEntry
+			case lineAck:
+				if before != lineEntry || r.seq != w.next-1 || r.hash != w.prev {
+					want := "an ack right after the entry it marks"
+					if before == lineEntry {
+						want = fmt.Sprintf("ack %d of hash %v", w.next-1, w.prev)
+					}
+					return brk(BreakCheckpoint, r.seq, i, want, fmt.Sprintf("ack %d of hash %v", r.seq, r.hash))
+				}
+				w.lastAck, w.haveAck = ack{seq: r.seq, hash: r.hash, mac: r.mac}, true
+				w.lastAckSeg, w.lastAckOff = s.name, c.base+int64(c.starts[i])
+				if last {
+					w.lastAckEnd = c.base + int64(c.ends[i]) + 1
+				}
+				before = lineAck
 			case lineCheckpoint:
-				if !lastWasEntry || r.seq != w.next-1 || r.hash != w.prev {
-					want := "a checkpoint right after the entry it signs"
-					if lastWasEntry {
+				if before != lineEntry && before != lineAck || r.seq != w.next-1 || r.hash != w.prev {
+					want := "a checkpoint right after the entry it signs, or its ack"
+					if before == lineEntry || before == lineAck {
 						want = fmt.Sprintf("checkpoint %d of hash %v", w.next-1, w.prev)
 					}
 					return brk(BreakCheckpoint, r.seq, i, want, fmt.Sprintf("checkpoint %d of hash %v", r.seq, r.hash))
@@ -203,8 +229,9 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				w.lastCk, w.haveCk = *r.ck, true
 				w.lastCkFile, w.lastCkOff = s.name, c.base+int64(c.starts[i])
 				w.checkpoints++
-				lastWasEntry = false
+				before = lineCheckpoint
 				unsigned, tailFrom, tail = unsigned[:0], 0, tail[:0]
+				w.haveAck, w.lastAckEnd = false, 0
 				if last {
 					w.lastCkEnd = c.base + int64(c.ends[i]) + 1
 				}
@@ -235,7 +262,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				}
 				w.torn = int64(c.partial)
 			}
-			if !last && lastWasEntry {
+			if !last && before != lineCheckpoint && before != 0 {
 				return brk(BreakCheckpoint, w.next-1, -1, "a segment ending in a checkpoint (a Log starts a new segment only after one)", "unsigned entries at its end")
 			}
 		}
@@ -276,6 +303,15 @@ func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 		if cfg.allSigs {
 			r.sigOK = ck.verify(cfg.pub, cfg.kid)
 		}
+		return
+	}
+	if bytes.HasPrefix(line, ackPrefix) {
+		k, err := decodeAck(line)
+		if err != nil {
+			r.err = fmt.Errorf("ack: %w", err)
+			return
+		}
+		r.kind, r.seq, r.hash, r.mac = lineAck, k.seq, k.hash, k.mac
 		return
 	}
 	var (

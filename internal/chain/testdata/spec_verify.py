@@ -74,6 +74,18 @@ def checkpoint(line, next_seq):
     return obj
 
 
+def ack(line, next_seq):
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except Exception as e:
+        raise Break("malformed", next_seq, "ack not JSON: %s" % e)
+    if not isinstance(obj, dict) or sorted(obj) != ["ack", "hash", "mac"] or jcs(obj) != line:
+        raise Break("malformed", next_seq, "ack not in stored form")
+    if type(obj["ack"]) is not int or not HEX64.match(obj["hash"]) or not HEX64.match(obj["mac"]):
+        raise Break("malformed", next_seq, "ack fields")
+    return obj
+
+
 def signed_ok(pub, ck):
     msg = CKPT_DOMAIN + ck["checkpoint"].to_bytes(8, "big") + bytes.fromhex(ck["hash"])
     try:
@@ -104,15 +116,20 @@ def verify(d, pub, all_sigs):
         data = open(os.path.join(d, name), "rb").read()
         lines = data.split(b"\n")
         tail = lines.pop()  # after the last newline
-        last_was_entry = False
+        before = None  # the kind of the line before in this segment
         for line in lines:
             if line.startswith(b'{"checkpoint":'):
                 ck = checkpoint(line, nxt)
-                if not last_was_entry or ck["checkpoint"] != nxt - 1 or ck["hash"] != prev:
+                if before not in ("entry", "ack") or ck["checkpoint"] != nxt - 1 or ck["hash"] != prev:
                     raise Break("checkpoint", ck["checkpoint"], "misplaced")
                 if ck["key"] != kid or (all_sigs and not signed_ok(pub, ck)):
                     raise Break("signature", ck["checkpoint"], "bad signature")
-                last_ck, last_was_entry = ck, False
+                last_ck, before = ck, "checkpoint"
+            elif line.startswith(b'{"ack":'):
+                a = ack(line, nxt)
+                if before != "entry" or a["ack"] != nxt - 1 or a["hash"] != prev:
+                    raise Break("checkpoint", a["ack"], "misplaced ack")
+                before = "ack"
             else:
                 obj, h, computed = entry(line, nxt)
                 if obj["seq"] != nxt:
@@ -121,12 +138,12 @@ def verify(d, pub, all_sigs):
                     raise Break("link", obj["seq"], "prev")
                 if computed != h:
                     raise Break("hash", obj["seq"], "hash")
-                prev, nxt, last_was_entry = h, nxt + 1, True
+                prev, nxt, before = h, nxt + 1, "entry"
         if tail:
             if not last:
                 raise Break("malformed", nxt, "segment ends mid-line")
             torn = len(tail)
-        if not last and last_was_entry:
+        if not last and before in ("entry", "ack"):
             raise Break("checkpoint", nxt - 1, "segment ends unsigned")
     signed = 0
     if last_ck is not None:
