@@ -14,11 +14,13 @@ import (
 //
 //	{"ack":<seq>,"hash":"<64 hex>","mac":"<64 hex>"}
 //
-// A Log acknowledges an appender alone (a proxy's one call at a time)
-// after writing and fsyncing its entry and an ack line, and signs the
-// checkpoint just after, off the call's path: the Ed25519 signature, with
-// its tables cold between calls, was the largest single cost of a proxied
-// call. Under load the writer's batches carry their checkpoints as before.
+// A Log acknowledges a batch after writing and fsyncing its entries and an
+// ack line, and signs a checkpoint later, off the appenders' path: the
+// Ed25519 signature, with its tables cold between a proxy's calls, was the
+// largest single cost of a proxied call. A checkpoint signs everything
+// before it, so one signature covers all the batches acked within
+// signDelay: the commit after that delay signs inline, and when no commit
+// comes, the sign timer signs (commit.go).
 //
 // The MAC is HMAC-SHA256, under a key derived from the signing key, of the
 // ack message (AckDomain, seq, hash). Only the writer can check it: it is

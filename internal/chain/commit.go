@@ -17,8 +17,9 @@ import (
 // links it to the one before, finishes its hash and appends the stored
 // line to the pending batch. One committer at a time takes the pending
 // batch whole, leaving an empty one for the next appenders; appends a
-// checkpoint signing its last entry (or, for an appender alone, an ack line
-// marking it, signed right after: ack.go); writes the batch and fsyncs it; then
+// an ack line marking its last entry (or, once the batches before have
+// waited signDelay, a checkpoint signing it: ack.go); writes the batch and
+// fsyncs it; then
 // answers all its appenders at once by closing the batch's done channel,
 // after which each reads its result.
 //
@@ -108,8 +109,7 @@ func (l *Log) start() {
 // joined it first, while nobody else was committing: an Append alone (a
 // proxy's one call at a time) is written, fsynced and answered without
 // waking another goroutine, and without waiting for a signature: its batch
-// ends with an ack line, and the writer signs the checkpoint after it
-// (ack.go). The appenders that join during its fsync are handed to the
+// ends with an ack line, signed later (ack.go). The appenders that join during its fsync are handed to the
 // writer rather than committed here, so that this appender returns after
 // one commit.
 func (l *Log) lead() {
@@ -131,12 +131,12 @@ func (l *Log) lead() {
 }
 
 // handOff ends an appender's turn as committer: the writer takes over if a
-// batch is pending or the last one awaits its checkpoint, else nobody
-// commits until the next Append.
+// batch is pending or a signature is due, else nobody commits until the
+// next Append (or the sign timer).
 func (l *Log) handOff() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.pending.res) > 0 || l.unsigned {
+	if len(l.pending.res) > 0 || l.signWanted && l.unsigned {
 		l.owner = ownWriter
 		select {
 		case l.wake <- struct{}{}:
@@ -184,13 +184,14 @@ func (l *Log) write() {
 		l.mu.Lock()
 		handed := l.owner == ownWriter
 		idle := len(l.pending.res) == 0
+		wanted := l.signWanted
+		l.signWanted = false
 		l.mu.Unlock()
 		if !handed {
 			continue // not the writer's to commit (cannot happen)
 		}
-		if idle && l.unsigned {
-			// The batch an appender committed alone: sign it now. A batch
-			// pending instead gets a checkpoint that signs both.
+		if idle && wanted && l.unsigned {
+			// The sign timer fired during an appender's commit.
 			l.signTip(false)
 		}
 		for last := 0; ; {
@@ -199,7 +200,7 @@ func (l *Log) write() {
 				break
 			}
 			last = len(b.res)
-			l.commit(b, true)
+			l.commit(b, false)
 			l.answer(b)
 		}
 	}
@@ -222,8 +223,9 @@ func (l *Log) take() *batch {
 // them, batches alternate between those and the rest, and average half the
 // appenders. So while the batch is smaller than the last one and still
 // grows, gather yields to let them in: a few scheduler turns, no timer.
-// If no batch is pending then, the writer stops committing (ownNone) and
-// gather returns nil.
+// If no batch is pending then, the writer signs the acknowledged tail if the
+// sign timer asked for it, and stops committing (ownNone); gather returns
+// nil.
 func (l *Log) gather(last int) *batch {
 	seen := -1
 	for turns := 0; ; turns++ {
@@ -231,6 +233,14 @@ func (l *Log) gather(last int) *batch {
 		n := len(l.pending.res)
 		if n >= last || n >= l.batch || turns == 4 || n == seen && turns > 1 {
 			if n == 0 {
+				if l.signWanted && l.unsigned {
+					// The sign timer fired during the writer's commits,
+					// which did not reach the delay: sign before leaving.
+					l.signWanted = false
+					l.mu.Unlock()
+					l.signTip(false)
+					continue
+				}
 				l.owner = ownNone
 				l.mu.Unlock()
 				return nil
@@ -245,10 +255,37 @@ func (l *Log) gather(last int) *batch {
 	}
 }
 
-// commit makes b durable: it appends a checkpoint signing b's last entry
-// (sign), or an ack line marking it (ack.go), and writes b in one write,
-// then one fsync. On failure it sets b.err.
-func (l *Log) commit(b *batch, sign bool) {
+// signDelay is how long a batch may stay acknowledged but unsigned: the
+// commit after that signs inline, and if none comes the sign timer signs.
+// Each checkpoint signs everything before it, so while batches come faster
+// than this, most end with an ack line and share a later signature. It is
+// a variable for tests.
+var signDelay = 5 * time.Millisecond
+
+// signDue runs when the sign timer fires: it signs the acknowledged tail if
+// nobody is committing, or asks the committer to have it signed.
+func (l *Log) signDue() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return // Close signs
+	}
+	if l.owner != ownNone {
+		l.signWanted = true
+		l.mu.Unlock()
+		return
+	}
+	l.owner = ownAppender // as an appender would, so that Close waits
+	l.mu.Unlock()
+	l.signTip(false) // a failure fails the log
+	l.handOff()
+}
+
+// commit makes b durable: it appends an ack line marking b's last entry
+// (ack.go), or a checkpoint signing it when the batches before have been
+// unsigned for signDelay or when final, and writes b in one write, then one
+// fsync. On failure it sets b.err.
+func (l *Log) commit(b *batch, final bool) {
 	if p := l.failed.Load(); p != nil {
 		b.err = *p
 		return
@@ -272,6 +309,8 @@ func (l *Log) commit(b *batch, sign bool) {
 			return
 		}
 	}
+	now := time.Now()
+	sign := final || l.unsigned && now.Sub(l.unsignedSince) >= signDelay
 	if sign {
 		ck := signCheckpointAs(l.priv, l.keyID, last.seq, last.hash)
 		b.buf = appendCheckpoint(b.buf, &ck)
@@ -291,6 +330,10 @@ func (l *Log) commit(b *batch, sign bool) {
 	}
 	l.syncNanos.Add(int64(time.Since(t0)))
 	l.tipSeq, l.tipHash = last.seq, last.hash
+	if !sign && !l.unsigned {
+		l.unsignedSince = now
+		l.signTimer.Reset(signDelay)
+	}
 	l.unsigned, l.dirty = !sign, false
 	l.entries.Add(uint64(len(b.res)))
 	l.commits.Add(1)

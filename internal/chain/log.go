@@ -67,9 +67,13 @@ type Log struct {
 	full    chan struct{} // closed when the committer takes a full pending batch
 	waiting bool          // an Append waits on full
 	wake    chan struct{} // an appender handed the writer the pending batch (capacity 1)
-	quit    chan struct{}
-	done    chan struct{}
-	failed  atomic.Pointer[error]
+	// signWanted: the sign timer fired while a committer was at work; the
+	// committer hands the signature to the writer when it is done.
+	signWanted bool
+	signTimer  *time.Timer // runs signDue, signDelay after a batch is acked unsigned
+	quit       chan struct{}
+	done       chan struct{}
+	failed     atomic.Pointer[error]
 
 	// The seq and prev of the next entry, and the hasher for entries
 	// without a pre-hash, guarded by mu.
@@ -82,14 +86,15 @@ type Log struct {
 	size     int64
 	closeErr error
 	// tip is the last entry written, tipHash its hash. unsigned: the
-	// segment ends with an ack line, not a checkpoint, so the batch before
-	// it is durable and acknowledged but not yet signed. dirty: a
-	// checkpoint was written after the last fsync.
-	tipSeq   uint64
-	tipHash  Digest
-	unsigned bool
-	dirty    bool
-	ckBuf    []byte
+	// segment ends with an ack line, not a checkpoint, so the batches since
+	// unsignedSince are durable and acknowledged but not yet signed. dirty:
+	// a checkpoint was written after the last fsync.
+	tipSeq        uint64
+	tipHash       Digest
+	unsigned      bool
+	unsignedSince time.Time
+	dirty         bool
+	ckBuf         []byte
 
 	entries   atomic.Uint64
 	commits   atomic.Uint64
@@ -164,6 +169,8 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.wake = make(chan struct{}, 1)
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
+	l.signTimer = time.AfterFunc(time.Hour, l.signDue)
+	l.signTimer.Stop()
 	l.start()
 	return l, nil
 }
@@ -244,9 +251,9 @@ func (l *Log) Dir() string { return l.dir }
 // Append records e and returns its seq and hash once it is durable: written
 // and fsynced, with the checkpoint that signs it or an ack line that marks
 // it acknowledged in the same fsync. The caller MUST NOT act on the
-// decision (forward the call) before Append returns nil. An Append that
-// commits alone is acknowledged after its ack line, and the checkpoint
-// that signs it is written right after, off the caller's path (ack.go).
+// decision (forward the call) before Append returns nil. A batch is
+// acknowledged after its ack line, and the checkpoint that signs it comes
+// within signDelay, off the caller's path (ack.go).
 //
 // Concurrent Appends share one write and one fsync (group commit). Append
 // fills in e's V, Seq, Prev and Hash, and its Time when zero (the time of
@@ -402,6 +409,7 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	l.signTimer.Stop()
 	close(l.quit)
 	<-l.done
 	unlockDir(l.lock)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -999,5 +1000,91 @@ func TestDeferredCheckpointFails(t *testing.T) {
 	}
 	if rep, err := Verify(dir, l.PublicKey()); err != nil || rep.Entries != 2 || rep.Signed != 2 {
 		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}
+
+// TestSignaturesShared: batches that come faster than signDelay end with
+// ack lines and share one checkpoint, written by the commit after the
+// delay, the sign timer, or Close.
+func TestSignaturesShared(t *testing.T) {
+	defer func(d time.Duration) { signDelay = d }(signDelay)
+	signDelay = time.Hour
+	dir := t.TempDir()
+	l := openT(t, dir, &Options{wrap: noSync})
+	for i := range 10 {
+		if _, _, err := l.Append(context.Background(), entryN(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := Verify(dir, l.PublicKey())
+	if err != nil || rep.Entries != 10 || rep.Signed != 0 || rep.Acked != 10 || rep.Checkpoints != 0 {
+		t.Fatalf("within signDelay, Verify = %+v, %v; want 10 entries acked, none signed", rep, err)
+	}
+	signDelay = 0 // the next commit finds the delay passed: it signs inline
+	if _, _, err := l.Append(context.Background(), entryN(10)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Verify(dir, l.PublicKey())
+	if err != nil || rep.Entries != 11 || rep.Signed != 11 || rep.Checkpoints != 1 {
+		t.Fatalf("after the delay, Verify = %+v, %v; want 11 entries signed by one checkpoint", rep, err)
+	}
+	signDelay = time.Millisecond // now the timer signs, with no Append to do it
+	if _, _, err := l.Append(context.Background(), entryN(11)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		rep, err = Verify(dir, l.PublicKey())
+		if err != nil || rep.Signed == 12 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err != nil || rep.Signed != 12 || rep.Checkpoints != 2 {
+		t.Fatalf("after the sign timer, Verify = %+v, %v; want 12 entries signed by two checkpoints", rep, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAckedTailAlwaysSigned: however commits, the sign timer and the
+// writer interleave, an acknowledged tail is signed within signDelay of
+// quiet, without Close: no path leaves it to the next Append.
+func TestAckedTailAlwaysSigned(t *testing.T) {
+	defer func(d time.Duration) { signDelay = d }(signDelay)
+	for _, d := range []time.Duration{0, 20 * time.Microsecond, 300 * time.Microsecond} {
+		t.Run(d.String(), func(t *testing.T) {
+			signDelay = d
+			dir := t.TempDir()
+			l := openT(t, dir, &Options{SegmentSize: 20000, MaxBatch: 5, wrap: noSync})
+			defer l.Close()
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 100 {
+						if _, _, err := l.Append(context.Background(), entryN(g*1000+i)); err != nil {
+							t.Error(err)
+							return
+						}
+						if i%10 == g {
+							time.Sleep(d)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			var rep Report
+			var err error
+			for deadline := time.Now().Add(30 * time.Second); ; {
+				rep, err = Verify(dir, l.PublicKey())
+				if err != nil || rep.Signed == 800 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Microsecond)
+			}
+			if err != nil || rep.Entries != 800 || rep.Signed != 800 {
+				t.Fatalf("Verify = %+v, %v; want 800 entries, all signed, without Close", rep, err)
+			}
+		})
 	}
 }
