@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +55,11 @@ const baselineBinary = "AEGIS_BENCH_BASELINE"
 // copyRole makes the test binary, run with this variable set, a process
 // that starts the command in its arguments and copies bytes both ways.
 const copyRole = "AEGIS_E2E_COPY"
+
+// benchPaths names an environment variable that may hold a comma-separated
+// list of the paths to measure (direct is always measured): a profile of
+// one path need not wait for the others.
+const benchPaths = "AEGIS_BENCH_PATHS"
 
 func init() {
 	if os.Getenv(copyRole) == "" {
@@ -131,6 +137,12 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 		baseRun := append([]string{base}, run[1:]...)
 		paths = append(paths, &latencyPath{name: "base-shm", argv: baseRun, env: baseEnv(root, shm2)})
 	}
+	if only := os.Getenv(benchPaths); only != "" {
+		want := strings.Split(only, ",")
+		paths = slices.DeleteFunc(paths, func(p *latencyPath) bool {
+			return p.name != "direct" && !slices.Contains(want, p.name)
+		})
+	}
 	params := &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": filepath.Join(root, "projects", "notes.md")}}
 	call := func(p *latencyPath) time.Duration {
 		start := time.Now()
@@ -167,8 +179,14 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 	fsyncs := make([]time.Duration, 0, b.N)
 	sync := syncer(b, dir)
 	b.ResetTimer()
+	// Each round takes the paths in a new order, so that no path always
+	// follows the same one: a path's place in the round shows in its
+	// latency (the process before it leaves the caches its own).
+	order := slices.Clone(paths)
+	shuffle := rand.New(rand.NewPCG(1, 2))
 	for range b.N {
-		for _, p := range paths {
+		shuffle.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, p := range order {
 			p.ds = append(p.ds, call(p))
 		}
 		fsyncs = append(fsyncs, sync())
@@ -227,9 +245,37 @@ func median(ds []time.Duration) time.Duration {
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// cpuTime returns the CPU time (user and system) process pid has used so
-// far, from /proc, in clock ticks; zero where /proc is missing.
+// cpuTime returns the CPU time process pid has used so far: the sum of
+// its threads' run times from /proc/PID/task/*/schedstat (nanoseconds),
+// or, where that is missing, user and system time from /proc/PID/stat (in
+// clock ticks, 10 ms); zero where /proc is missing. Threads that have
+// exited count in neither: the runtime keeps its threads.
 func cpuTime(pid int) time.Duration {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err == nil {
+		var sum time.Duration
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+			if err != nil {
+				sum = -1
+				break
+			}
+			f := strings.Fields(string(b))
+			if len(f) == 0 {
+				sum = -1
+				break
+			}
+			ns, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				sum = -1
+				break
+			}
+			sum += time.Duration(ns)
+		}
+		if sum >= 0 {
+			return sum
+		}
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0

@@ -564,6 +564,9 @@ type ResultEvent struct {
 	Result  []byte // the result object as the server sent it
 }
 
+// emptyObject is what a pooled document holds between uses.
+var emptyObject = []byte("{}")
+
 // Result takes in a tool's result (DESIGN.md pipeline, last line): the
 // session tainted by an untrusted tool, ids harvested for provenance, and
 // the result scanned for secrets (R17). It returns the result to pass on —
@@ -583,7 +586,15 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 	if s.DLP == nil && (t == nil || len(t.IDs) == 0) {
 		return nil, nil, nil
 	}
-	var doc args.Doc
+	// The document is a pooled one: its nodes are reused, and Decode
+	// gives it a private copy of the text, so that strings kept from it
+	// (provenance ids) stay valid after it goes back to the pool.
+	sc := e.scratch.Get().(*scratch)
+	doc := &sc.docs[0]
+	defer func() {
+		doc.DecodeBorrowed(emptyObject, nil) // lets go of the result's text
+		e.scratch.Put(sc)
+	}()
 	if err := doc.Decode(r.Result, &e.limits); err != nil {
 		if s.DLP != nil {
 			return nil, nil, &Refusal{Rule: RuleDLP, Err: fmt.Errorf("the result cannot be read to look for secrets: %v", err)}

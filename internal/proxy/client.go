@@ -61,9 +61,8 @@ func (r *relay) readClient(in *reading) {
 func (r *relay) readUntilCall(in *reading) func() {
 	for {
 		line, err := in.lr.next()
-		var tooLong *tooLongError
-		switch {
-		case errors.As(err, &tooLong):
+		switch tooLong := asTooLong(err); {
+		case tooLong != nil:
 			r.log.Warn("proxy: dropped oversized message from client", "limit", r.maxMsg)
 			if tooLong.ID != nil {
 				r.toClient(errorResponse(tooLong.ID, codeInvalidRequest, "aegis: "+tooLong.Error()))
@@ -179,7 +178,8 @@ func parseCall(line []byte, m message) (c *Call, args span, err error) {
 	if !m.params.ok() || line[m.params[0]] != '{' {
 		return nil, span{}, errors.New("params must be an object")
 	}
-	ms := members(line, m.params[0])
+	var buf [8]member
+	ms := members(buf[:0], line, m.params[0])
 	if err := caseVariant(ms, "name", "arguments", "_meta", "task"); err != nil {
 		return nil, span{}, err
 	}
@@ -273,7 +273,7 @@ func replaceArguments(msg []byte, args, params span, repl []byte, maxDepth int) 
 	}
 	end := params[1] - 1 // the closing brace
 	sep := []byte(`"arguments":`)
-	if len(members(msg, params[0])) > 0 {
+	if len(members(nil, msg, params[0])) > 0 {
 		sep = []byte(`,"arguments":`)
 	}
 	return splice(msg, span{end, end}, sep, obj), nil
@@ -285,7 +285,7 @@ func replaceArguments(msg []byte, args, params span, repl []byte, maxDepth int) 
 func (r *relay) forwardCancel(line []byte, m message) {
 	key, ok := "", false
 	if m.params.ok() && line[m.params[0]] == '{' {
-		if rid := find(members(line, m.params[0]), "requestId"); rid.ok() {
+		if rid := find(members(nil, line, m.params[0]), "requestId"); rid.ok() {
 			key, ok = responseKey(rid.of(line))
 		}
 	}

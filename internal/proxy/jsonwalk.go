@@ -58,9 +58,10 @@ func skipSpace(d []byte, i int) int {
 	return i
 }
 
-// members returns the members of the validated object d[start:end].
-func members(d []byte, start int) []member {
-	var out []member
+// members appends the members of the validated object starting at d[start]
+// to dst and returns the extended slice.
+func members(dst []member, d []byte, start int) []member {
+	out := dst
 	i := skipSpace(d, start+1)
 	for i < len(d) && d[i] != '}' {
 		kend := skipString(d, i)

@@ -27,6 +27,19 @@ type tooLongError struct {
 	ID  []byte
 }
 
+// asTooLong returns err as a *tooLongError, or nil. Only an error costs an
+// allocation (errors.As takes the address of the result).
+func asTooLong(err error) *tooLongError {
+	if err == nil {
+		return nil
+	}
+	var tooLong *tooLongError
+	if errors.As(err, &tooLong) {
+		return tooLong
+	}
+	return nil
+}
+
 func (e *tooLongError) Error() string {
 	return fmt.Sprintf("message exceeds the %d-byte limit", e.Max)
 }

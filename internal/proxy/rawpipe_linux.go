@@ -15,8 +15,24 @@ import (
 // thread, sysmon, whenever the process had been idle, and sysmon then polls
 // every 20 µs for as long as anything runs. A relay that is idle between
 // messages pays that on every message it passes; a raw call does not.
+//
+// Reads must not overlap one another, nor writes one another (the relay
+// reads each pipe from one goroutine at a time and serialises its writes):
+// the state of the read and of the write in progress is kept in the
+// rawPipe, with the functions the poller runs, so that a read or a write
+// allocates nothing.
 type rawPipe struct {
 	rc syscall.RawConn
+
+	rb     []byte // the read in progress
+	rn     int
+	rerrno syscall.Errno
+	readFn func(fd uintptr) bool
+
+	wb      []byte // the write in progress
+	wn      int
+	werrno  syscall.Errno
+	writeFn func(fd uintptr) bool
 }
 
 // newRawPipe returns f as a rawPipe, or nil if f is not a pipe whose open
@@ -37,30 +53,19 @@ func newRawPipe(f *os.File) *rawPipe {
 	if err != nil {
 		return nil
 	}
-	return &rawPipe{rc: rc}
+	p := &rawPipe{rc: rc}
+	p.readFn, p.writeFn = p.read, p.write
+	return p
 }
 
 func (p *rawPipe) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	var (
-		n     int
-		errno syscall.Errno
-	)
-	err := p.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait in the poller, then try again
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	p.rb, p.rn, p.rerrno = b, 0, 0
+	err := p.rc.Read(p.readFn)
+	n, errno := p.rn, p.rerrno
+	p.rb = nil
 	switch {
 	case err != nil:
 		return 0, err // closed, or a deadline passed
@@ -72,28 +77,27 @@ func (p *rawPipe) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (p *rawPipe) Write(b []byte) (int, error) {
-	var (
-		n     int
-		errno syscall.Errno
-	)
-	err := p.rc.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			chunk := b[n:min(len(b), n+1<<30)]
-			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)))
-			switch e {
-			case 0:
-				n += int(r)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // the pipe is full: wait in the poller
-			default:
-				errno = e
-				return true
-			}
+// read makes one read of p.rb; false means wait in the poller, then try
+// again.
+func (p *rawPipe) read(fd uintptr) bool {
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p.rb[0])), uintptr(len(p.rb)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false
 		}
+		p.rn, p.rerrno = int(r), e
 		return true
-	})
+	}
+}
+
+func (p *rawPipe) Write(b []byte) (int, error) {
+	p.wb, p.wn, p.werrno = b, 0, 0
+	err := p.rc.Write(p.writeFn)
+	n, errno := p.wn, p.werrno
+	p.wb = nil
 	switch {
 	case err != nil:
 		return n, err
@@ -101,4 +105,24 @@ func (p *rawPipe) Write(b []byte) (int, error) {
 		return n, os.NewSyscallError("write", errno)
 	}
 	return n, nil
+}
+
+// write writes what is left of p.wb; false means the pipe is full: wait in
+// the poller, then go on.
+func (p *rawPipe) write(fd uintptr) bool {
+	for p.wn < len(p.wb) {
+		chunk := p.wb[p.wn:min(len(p.wb), p.wn+1<<30)]
+		r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&chunk[0])), uintptr(len(chunk)))
+		switch e {
+		case 0:
+			p.wn += int(r)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false
+		default:
+			p.werrno = e
+			return true
+		}
+	}
+	return true
 }

@@ -136,17 +136,38 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		return fmt.Errorf("proxy: %w", err)
 	}
 	defer outR.Close()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, stderr
+	// The server's stderr is a pipe of the relay's own, read through the
+	// poller like the others (os/exec would copy it with blocking-path
+	// system calls on a goroutine of its own).
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outW.Close()
+		return fmt.Errorf("proxy: %w", err)
+	}
+	defer errR.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = opts.ShutdownGrace
 	}
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
+	errW.Close()
 	if err != nil {
 		inW.Close()
 		return fmt.Errorf("proxy: starting the MCP server: %w", err)
 	}
+	var fromStderr io.Reader = errR
+	if rawPipes {
+		fromStderr = rawReader(errR, fromStderr)
+	}
+	copied := make(chan struct{})
+	go func() {
+		stderr.copyFrom(fromStderr)
+		close(copied)
+	}()
 
 	// Pipes the poller waits for are read and written with raw system
 	// calls (see rawPipe).
@@ -171,6 +192,12 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	exited := make(chan struct{})
 	go func() {
 		cmd.Wait()
+		// What the server wrote to stderr before it exited is copied
+		// before its exit is acted on, within the grace period that
+		// os/exec gives its own copies (WaitDelay): a child of the server
+		// may hold the pipe open.
+		errR.SetReadDeadline(time.Now().Add(cmd.WaitDelay))
+		<-copied
 		close(exited)
 	}()
 	serverDone := make(chan error, 1)
@@ -318,6 +345,20 @@ type tee struct {
 	out    io.Writer
 	log    *slog.Logger
 	failed bool
+}
+
+// copyFrom copies r to t until r ends or fails.
+func (t *tee) copyFrom(r io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			t.Write(buf[:n])
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (t *tee) Write(p []byte) (int, error) {

@@ -16,9 +16,8 @@ func (r *relay) serverLoop(out io.Reader) error {
 	lr := newLineReader(out, r.maxMsg)
 	for {
 		line, err := lr.next()
-		var tooLong *tooLongError
-		switch {
-		case errors.As(err, &tooLong):
+		switch tooLong := asTooLong(err); {
+		case tooLong != nil:
 			r.log.Warn("proxy: dropped oversized message from server", "limit", r.maxMsg)
 			r.answerDropped(tooLong.ID, tooLong)
 			continue
@@ -119,7 +118,7 @@ func (r *relay) checkTools(msg []byte, m message, req *request) []byte {
 	if msg[m.result[0]] != '{' {
 		return withhold(errors.New("result is not an object"))
 	}
-	ms := members(msg, m.result[0])
+	ms := members(nil, msg, m.result[0])
 	if err := caseVariant(ms, "tools"); err != nil {
 		return withhold(err)
 	}
