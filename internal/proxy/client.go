@@ -15,8 +15,17 @@ import (
 // fails.
 func (r *relay) clientLoop(in io.Reader) error {
 	end := make(chan error, 1)
-	r.readClient(&reading{lr: newLineReader(in, r.maxMsg), end: end, done: make(chan struct{})})
-	return <-end
+	r.handoff.open()
+	go r.readClient(&reading{lr: newLineReader(in, r.maxMsg), end: end, done: make(chan struct{})})
+	var err error
+	select {
+	case err = <-end:
+	case <-r.ctx.Done():
+		r.handoff.close() // the standby leaves
+		err = <-end
+	}
+	r.handoff.close()
+	return err
 }
 
 // reading is the client's input, held by one reader at a time.
@@ -28,23 +37,37 @@ type reading struct {
 
 // readClient reads and relays the client's messages. When one is a
 // tools/call, the goroutine that read it, hot on its CPU, decides and
-// forwards it, and hands the reading to an idle reader (or a new one): the
-// call's path to the server has no hand-off between goroutines, and the
-// client's later messages do not wait for the gate. After deciding, the
-// goroutine waits, idle, to read again; readers are reused so that their
-// stacks, grown by parsing, stay grown.
+// forwards it: the call's path to the server has no hand-off between
+// goroutines. The client's later messages do not wait for the gate: the
+// reading is passed to the standby reader (see handoff), which takes it
+// as soon as the deciding goroutine blocks, and which the deciding
+// goroutine need not wake; if the call is decided first, the goroutine takes
+// the reading back and reads on. Without a standby, the reading goes to an
+// idle reader (or a new one) at once. After deciding, a goroutine that did
+// not read on becomes the standby, or waits, idle, to read again; readers
+// are reused so that their stacks, grown by parsing, stay grown.
 func (r *relay) readClient(in *reading) {
 	for {
 		decide := r.readUntilCall(in)
 		if decide == nil {
 			return
 		}
-		select {
-		case r.idle <- in:
-		default:
-			go r.readClient(in)
+		passed := r.handoff.pass(in)
+		if !passed {
+			select {
+			case r.idle <- in:
+			default:
+				go r.readClient(in)
+			}
 		}
 		decide()
+		if passed && r.handoff.reclaim(in) {
+			continue
+		}
+		if next := r.handoff.wait(); next != nil {
+			in = next
+			continue
+		}
 		select {
 		case <-in.done:
 			return

@@ -70,7 +70,11 @@
 // them. Messages from the client reach the server in the order the client
 // sent them, with one exception: a tools/call is forwarded when its gate
 // returns, and gates run concurrently (a durable append, a human approval)
-// so that a slow decision does not hold up unrelated messages. Calls sent
+// so that a slow decision does not hold up unrelated messages: the client's
+// later messages are read as soon as the gate blocks or returns (or an idle
+// thread of the runtime finds them first), so only a gate that computes
+// without blocking holds them, for as long as it computes (tens of
+// microseconds for aegis's checks). Calls sent
 // while another is being decided may therefore reach the server in another
 // order, as concurrent requests may on any JSON-RPC connection. A
 // notifications/cancelled naming a call that is still being decided cancels

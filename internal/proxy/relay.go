@@ -45,6 +45,7 @@ type relay struct {
 	gone     error               // set when the server has gone; later requests are answered with it
 
 	idle     chan *reading  // readers waiting to take over the client's input
+	handoff  handoff        // the standby reader's
 	gates    sync.WaitGroup // gate goroutines, until they have written
 	deciding sync.WaitGroup // gate goroutines, until their gate returned
 }
