@@ -258,7 +258,9 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 	if err != nil {
 		return proxy.Verdict{}, err
 	}
-	g.logger.Info("decision", "tool", c.Tool, "decision", v.Effect.String())
+	if g.logger.Enabled(ctx, slog.LevelInfo) { // not by default: spare the arguments
+		g.logger.Info("decision", "tool", c.Tool, "decision", v.Effect.String())
+	}
 	switch v.Effect {
 	case policy.Allow:
 		out := proxy.Verdict{Forward: true}

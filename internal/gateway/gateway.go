@@ -232,6 +232,8 @@ type scratch struct {
 	// for a step that writes new arguments.
 	doc *args.Doc
 	b   args.Builder
+	// canon holds the canonical form of the arguments being hashed.
+	canon []byte
 }
 
 // reset makes sc ready for a call.
@@ -301,7 +303,7 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool, m *CallMem) (v V
 	if hash {
 		// The arguments as forwarded: sc.doc holds them decoded.
 		fwd := v.Arguments
-		argsHash = hashArgs(sc.doc, fwd)
+		argsHash = hashArgsIn(&sc.canon, sc.doc, fwd)
 		defer func() {
 			if v.Arguments == nil && !bytes.Equal(fwd, c.Arguments) {
 				argsHash = e.modelArgsHash(c, sc.doc) // refused after shaping

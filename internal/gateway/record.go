@@ -175,15 +175,36 @@ func (r *Recorder) callEntry(c *Call, at time.Time) *chain.Entry {
 // precision) or are not strict JSON are hashed as their raw bytes under
 // another domain, so the two can never be confused.
 func hashArgs(doc *args.Doc, raw []byte) [32]byte {
-	h := sha256.New()
+	var buf []byte
+	return hashArgsIn(&buf, doc, raw)
+}
+
+// jcsDomain and rawDomain separate the two ways arguments are hashed.
+const (
+	jcsDomain = "aegis.args.jcs.v1\x00"
+	rawDomain = "aegis.args.raw.v1\x00"
+)
+
+// maxCanonKept is the largest canonical form whose buffer a scratch keeps
+// for the next call.
+const maxCanonKept = 64 << 10
+
+// hashArgsIn is hashArgs writing the canonical form, after its domain, into
+// *buf's storage (grown as needed and left in *buf, unless it grew past
+// maxCanonKept), so that the hash is one call over contiguous bytes and a
+// reused buffer costs no allocation.
+func hashArgsIn(buf *[]byte, doc *args.Doc, raw []byte) [32]byte {
 	if root := doc.Root(); root.Kind() != args.Invalid {
-		if canon, err := root.AppendCanonical(nil); err == nil {
-			h.Write([]byte("aegis.args.jcs.v1\x00"))
-			h.Write(canon)
-			return [32]byte(h.Sum(nil))
+		canon, err := root.AppendCanonical(append((*buf)[:0], jcsDomain...))
+		if cap(canon) <= maxCanonKept {
+			*buf = canon[:0]
+		}
+		if err == nil {
+			return sha256.Sum256(canon)
 		}
 	}
-	h.Write([]byte("aegis.args.raw.v1\x00"))
+	h := sha256.New()
+	h.Write([]byte(rawDomain))
 	h.Write(raw)
 	return [32]byte(h.Sum(nil))
 }
