@@ -265,7 +265,7 @@ func BenchmarkRelayMessage(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(call) + len(tc.result)))
 			for range b.N {
-				r.fromClient(call)() // decide here, as readClient does
+				r.decide(r.fromClient(call)) // decide here, as readClient does
 				<-forwarded
 				r.fromServer(tc.result)
 			}

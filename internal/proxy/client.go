@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,8 +47,8 @@ type reading struct {
 // are reused so that their stacks, grown by parsing, stay grown.
 func (r *relay) readClient(in *reading) {
 	for {
-		decide := r.readUntilCall(in)
-		if decide == nil {
+		call := r.readUntilCall(in)
+		if call == nil {
 			return
 		}
 		passed := r.handoff.pass(in)
@@ -60,7 +59,7 @@ func (r *relay) readClient(in *reading) {
 				go r.readClient(in)
 			}
 		}
-		decide()
+		r.decide(call)
 		if passed && r.handoff.reclaim(in) {
 			continue
 		}
@@ -79,9 +78,8 @@ func (r *relay) readClient(in *reading) {
 }
 
 // readUntilCall relays the client's messages until one is a tools/call, and
-// returns the function that decides it; or until the input ends, and
-// returns nil.
-func (r *relay) readUntilCall(in *reading) func() {
+// returns it, to be decided; or until the input ends, and returns nil.
+func (r *relay) readUntilCall(in *reading) *pendingCall {
 	for {
 		line, err := in.lr.next()
 		switch tooLong := asTooLong(err); {
@@ -95,8 +93,8 @@ func (r *relay) readUntilCall(in *reading) func() {
 		case r.stopped.Load():
 			// The relay has stopped: the input ends here.
 		default:
-			if decide := r.fromClient(line); decide != nil {
-				return decide
+			if call := r.fromClient(line); call != nil {
+				return call
 			}
 			continue
 		}
@@ -107,9 +105,9 @@ func (r *relay) readUntilCall(in *reading) func() {
 }
 
 // fromClient relays one message from the client. For a tools/call it
-// returns the function that decides and forwards it; line is no longer
-// needed by then.
-func (r *relay) fromClient(line []byte) (decide func()) {
+// returns the call, to be decided and forwarded; line is no longer needed
+// by then.
+func (r *relay) fromClient(line []byte) *pendingCall {
 	m, err := parseMessage(line, r.maxDepth)
 	if err != nil {
 		r.refuseInvalid(m.id, err)
@@ -170,71 +168,116 @@ func (r *relay) forwardRequest(line []byte, m message) {
 	r.toServer(line)
 }
 
-// startCall validates and registers a tools/call, and returns the function
-// that decides and forwards it, or nil if it was refused already.
-func (r *relay) startCall(line []byte, m message) func() {
+// A pendingCall is a tools/call read and registered, waiting to be decided.
+// One allocation holds the request, the gate's Call and the rest, and one
+// more the bytes the relay keeps (see parseCallInto).
+type pendingCall struct {
+	req          request
+	call         Call
+	ctx          context.Context
+	msg          []byte // the message as the client sent it, the relay's own copy
+	args, params span
+}
+
+// startCall validates and registers a tools/call, and returns it to be
+// decided and forwarded, or nil if it was refused already.
+func (r *relay) startCall(line []byte, m message) *pendingCall {
 	key, err := requestKey(m.id)
 	if err != nil {
 		r.toClient(errorResponse(m.id, codeInvalidRequest, "aegis: "+err.Error()))
 		return nil
 	}
-	call, args, err := parseCall(line, m)
+	p := new(pendingCall)
+	msg, id, args, err := parseCallInto(&p.call, line, m)
 	if err != nil {
 		r.log.Warn("proxy: refused invalid tools/call", "err", err)
 		r.toClient(errorResponse(m.id, codeInvalidParams, "aegis: invalid tools/call: "+err.Error()))
 		return nil
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	req := &request{key: key, id: call.ID, class: classToolsCall, call: call, cancel: cancel}
-	if code, err := r.register(req); err != nil {
+	p.req = request{key: key, id: id, class: classToolsCall, call: &p.call, cancel: cancel}
+	p.ctx, p.msg, p.args, p.params = ctx, msg, args, m.params
+	if code, err := r.register(&p.req); err != nil {
 		cancel()
 		r.toClient(errorResponse(m.id, code, err.Error()))
 		return nil
 	}
-	msg := bytes.Clone(line)
-	return func() { r.decide(ctx, req, msg, args, m.params) }
+	return p
 }
 
 // parseCall reads a tools/call's params. args is the span of
 // params.arguments, zero if absent.
 func parseCall(line []byte, m message) (c *Call, args span, err error) {
-	if !m.params.ok() || line[m.params[0]] != '{' {
-		return nil, span{}, errors.New("params must be an object")
-	}
-	var buf [8]member
-	ms := members(buf[:0], line, m.params[0])
-	if err := caseVariant(ms, "name", "arguments", "_meta", "task"); err != nil {
+	c = new(Call)
+	if _, _, args, err = parseCallInto(c, line, m); err != nil {
 		return nil, span{}, err
-	}
-	name := find(ms, "name")
-	if !name.ok() || line[name[0]] != '"' {
-		return nil, span{}, errors.New("params.name must be a string")
-	}
-	c = &Call{ID: bytes.Clone(m.id), Tool: string(unquote(name.of(line))), Arguments: json.RawMessage("{}")}
-	if c.Tool == "" {
-		return nil, span{}, errors.New("params.name is empty")
-	}
-	args = find(ms, "arguments")
-	if args.ok() {
-		if line[args[0]] != '{' {
-			return nil, span{}, errors.New("params.arguments must be an object")
-		}
-		c.Arguments = bytes.Clone(args.of(line))
-	}
-	if find(ms, "task").ok() {
-		// A task-augmented call returns its result later, through
-		// tasks/result, where no ResultChecker would see it.
-		return nil, span{}, errors.New("task-augmented calls (params.task) are not supported by aegis")
-	}
-	if meta := find(ms, "_meta"); meta.ok() {
-		c.Meta = bytes.Clone(meta.of(line))
 	}
 	return c, args, nil
 }
 
+// parseCallInto is parseCall filling c, and returning also copies of line
+// and of the id for the relay (the gate may keep and change what it is
+// given: c's fields are its own). The copies share one allocation, each
+// capped at its own end, so that appending to one cannot write into
+// another.
+func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, args span, err error) {
+	if !m.params.ok() || line[m.params[0]] != '{' {
+		return nil, nil, span{}, errors.New("params must be an object")
+	}
+	var buf [8]member
+	ms := members(buf[:0], line, m.params[0])
+	if err := caseVariant(ms, "name", "arguments", "_meta", "task"); err != nil {
+		return nil, nil, span{}, err
+	}
+	name := find(ms, "name")
+	if !name.ok() || line[name[0]] != '"' {
+		return nil, nil, span{}, errors.New("params.name must be a string")
+	}
+	tool := string(unquote(name.of(line)))
+	if tool == "" {
+		return nil, nil, span{}, errors.New("params.name is empty")
+	}
+	arguments := []byte("{}")
+	args = find(ms, "arguments")
+	if args.ok() {
+		if line[args[0]] != '{' {
+			return nil, nil, span{}, errors.New("params.arguments must be an object")
+		}
+		arguments = args.of(line)
+	}
+	if find(ms, "task").ok() {
+		// A task-augmented call returns its result later, through
+		// tasks/result, where no ResultChecker would see it.
+		return nil, nil, span{}, errors.New("task-augmented calls (params.task) are not supported by aegis")
+	}
+	var meta []byte
+	if s := find(ms, "_meta"); s.ok() {
+		meta = s.of(line)
+	}
+	own := make([]byte, 0, len(line)+2*len(m.id)+len(arguments)+len(meta))
+	msg, own = appendOwn(own, line)
+	id, own = appendOwn(own, m.id)
+	*c = Call{Tool: tool}
+	c.ID, own = appendOwn(own, m.id)
+	c.Arguments, own = appendOwn(own, arguments)
+	if meta != nil {
+		c.Meta, _ = appendOwn(own, meta)
+	}
+	return msg, id, args, nil
+}
+
+// appendOwn appends b to own, which has room for it, and returns the copy,
+// capped at its end, and own extended.
+func appendOwn(own, b []byte) (cp, extended []byte) {
+	start := len(own)
+	own = append(own, b...)
+	return own[start:len(own):len(own)], own
+}
+
 // decide runs a call's gate and forwards or refuses the call. Calls are
 // decided concurrently, each on its own goroutine.
-func (r *relay) decide(ctx context.Context, req *request, msg []byte, args, params span) {
+func (r *relay) decide(p *pendingCall) {
+	ctx, req, msg, args, params := p.ctx, &p.req, p.msg, p.args, p.params
 	defer r.gates.Done()
 	defer req.cancel()
 	v, err := r.gate.Call(ctx, req.call)

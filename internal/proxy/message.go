@@ -231,7 +231,8 @@ func requestKey(raw []byte) (string, error) {
 		return string(unquote(raw)), nil
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil || n > maxExactInt || n < -maxExactInt || strconv.FormatInt(n, 10) != string(raw) {
+	var canon [24]byte
+	if err != nil || n > maxExactInt || n < -maxExactInt || string(strconv.AppendInt(canon[:0], n, 10)) != string(raw) {
 		return "", fmt.Errorf("request id %.40s is not a string or an integer within ±(2^53-1)", raw)
 	}
 	return string(raw), nil
