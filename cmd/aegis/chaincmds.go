@@ -74,8 +74,9 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	server := fs.String("server", "", "the `server` whose chain to verify")
 	keyFlag := fs.String("key", "", "public key `file` (default: chain.pub in the chain directory; pass a copy kept elsewhere to rule out a replaced key)")
 	all := fs.Bool("all", false, "verify every checkpoint's signature, not only the last")
+	privFlag := fs.String("private-key", "", "the chain's private key `file` (chain.key), to check the ack line of entries not yet signed: whether this key's writer acknowledged them")
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
-		return usageError(stderr, "usage: aegis verify [--chain DIR | --server NAME] [--key FILE] [--all]")
+		return usageError(stderr, "usage: aegis verify [--chain DIR | --server NAME] [--key FILE] [--all] [--private-key FILE]")
 	}
 	dir, err := chainDir(*dirFlag, *server)
 	if err != nil {
@@ -89,8 +90,18 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	opts := &chain.VerifyOptions{AllSignatures: *all, Strict: true}
+	if *privFlag != "" {
+		b, err := os.ReadFile(*privFlag)
+		if err != nil {
+			return err
+		}
+		if opts.AckKey, err = chain.ParsePrivateKey(b); err != nil {
+			return fmt.Errorf("%s: %w", *privFlag, err)
+		}
+	}
 	debug.SetGCPercent(400) // one pass over every byte, keeping little
-	rep, err := chain.VerifyWith(dir, pub, &chain.VerifyOptions{AllSignatures: *all, Strict: true})
+	rep, err := chain.VerifyWith(dir, pub, opts)
 	var be *chain.BreakError
 	switch {
 	case errors.As(err, &be):
@@ -107,8 +118,11 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	if rep.Truncated() {
 		fmt.Fprintf(stdout, "TRUNCATED at the tail: %d entries after the last signature, %d torn bytes (a crash leaves this; so does removing entries from the end)\n",
 			rep.Unsigned(), rep.TornBytes)
-		if rep.Acked > 0 {
-			fmt.Fprintf(stdout, "an ack line marks entries up to seq %d as acknowledged by the writer, which signs them next (while it runs, or when it restarts after a crash); only the holder of the private key can check that mark\n", rep.Acked)
+		switch {
+		case rep.AckChecked:
+			fmt.Fprintf(stdout, "the ack line at seq %d is this key's: its writer acknowledged the entries up to it (it signs them within 20 ms while it runs, or when it restarts)\n", rep.Acked)
+		case rep.Acked > 0:
+			fmt.Fprintf(stdout, "an ack line claims the entries up to seq %d were acknowledged by the writer (it signs them within 20 ms while it runs, or when it restarts); --private-key checks that claim\n", rep.Acked)
 		}
 		return exitError{3}
 	}

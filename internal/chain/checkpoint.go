@@ -60,8 +60,9 @@ func signCheckpoint(priv ed25519.PrivateKey, seq uint64, h Digest) checkpoint {
 // does: the nonce is derived from the key and the message.
 //
 // Computing nonces ahead, while the log is idle, would take the scalar
-// multiplication (about 60 µs of a proxied call's path on a busy 2-core VM)
-// off the path of the call waiting for its checkpoint, and was tried. It was
+// multiplication (about 60 µs on a busy 2-core VM) off the path of a call
+// waiting for its checkpoint, and was tried when calls waited for one (ack
+// lines took the signature off their path since: ack.go). It was
 // dropped because such a nonce cannot depend on the message: a process
 // whose memory is cloned — a VM snapshot restored twice, a container
 // checkpoint restored — holds the same ready nonces in both copies, each

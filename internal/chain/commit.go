@@ -16,8 +16,8 @@ import (
 // on their own goroutines; then, under a mutex, each numbers its entry,
 // links it to the one before, finishes its hash and appends the stored
 // line to the pending batch. One committer at a time takes the pending
-// batch whole, leaving an empty one for the next appenders; appends a
-// an ack line marking its last entry (or, once the batches before have
+// batch whole, leaving an empty one for the next appenders; appends an
+// ack line marking its last entry (or, once the batches before have
 // waited signDelay, a checkpoint signing it: ack.go); writes the batch and
 // fsyncs it; then
 // answers all its appenders at once by closing the batch's done channel,
@@ -333,6 +333,9 @@ func (l *Log) commit(b *batch, final bool) {
 	}
 	l.syncNanos.Add(int64(time.Since(t0)))
 	l.tipSeq, l.tipHash = last.seq, last.hash
+	if sign && l.unsigned {
+		l.tailSigned()
+	}
 	if !sign && !l.unsigned {
 		l.unsignedSince = now
 		l.signTimer.Reset(signDelay)
@@ -361,6 +364,7 @@ func (l *Log) signTip(sync bool) error {
 		}
 		l.size += int64(len(l.ckBuf))
 		l.unsigned, l.dirty = false, true
+		l.tailSigned()
 	}
 	if sync && l.dirty {
 		if err := l.f.Sync(); err != nil {
@@ -369,6 +373,16 @@ func (l *Log) signTip(sync bool) error {
 		l.dirty = false
 	}
 	return nil
+}
+
+// tailSigned notes that a checkpoint now signs the acked tail: the sign
+// timer, and a request it made while a commit was at work, are moot. Left
+// set, the request would have the next lone Append's batch signed at once.
+func (l *Log) tailSigned() {
+	l.signTimer.Stop()
+	l.mu.Lock()
+	l.signWanted = false
+	l.mu.Unlock()
 }
 
 // answer wakes the appenders of b, committed or failed, all at once, and

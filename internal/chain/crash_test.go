@@ -106,6 +106,80 @@ func TestTruncateEveryOffset(t *testing.T) {
 	}
 }
 
+// TestTruncateEveryOffsetAcks cuts the last segment of chains with ack
+// lines around every line boundary and at offsets between, as a power cut
+// may: Verify passes; Open keeps
+// exactly the entries up to the last complete checkpoint or ack line (the
+// acknowledged ones), signs them, and continues the chain.
+func TestTruncateEveryOffsetAcks(t *testing.T) {
+	for _, spec := range []string{
+		"G -> A ack B ack",         // acked batches, never signed
+		"G -> A | B ack C ack ck",  // acked, then the timer's checkpoint
+		"G -> A ack ck -> B C ack", // a checkpoint, then an acked batch
+		"G -> A ack B C",           // acked, then a batch signed inline
+	} {
+		t.Run(spec, func(t *testing.T) {
+			p := draw(t, spec)
+			full := p.write()
+			segs, err := listSegments(full)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := segs[len(segs)-1]
+			data, err := os.ReadFile(last.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			starts := map[int]bool{0: true, len(data): true}
+			for _, l := range splitLines(data) {
+				starts[l.end] = true
+			}
+			for cut := 0; cut <= len(data); cut++ {
+				// Around each line boundary, and at every 17th offset
+				// (TestTruncateEveryOffset takes every one of a batch).
+				if !starts[cut] && !starts[cut-1] && !starts[cut+1] && cut%17 != 0 {
+					continue
+				}
+				// The entries a Log acknowledged before this cut: up to
+				// the last whole checkpoint or ack line.
+				keep := last.first - 1
+				for _, l := range splitLines(data[:cut]) {
+					if ck, err := decodeCheckpoint(l.b); err == nil {
+						keep = ck.seq
+					} else if k, err := decodeAck(l.b); err == nil {
+						keep = k.seq
+					}
+				}
+				dir := memTempDir(t)
+				copyDir(t, full, dir)
+				if err := os.Truncate(filepath.Join(dir, last.name), int64(cut)); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Verify(dir, p.pub)
+				if err != nil || max(rep.Signed, rep.Acked) != keep {
+					t.Fatalf("cut at %d of %d: Verify = %+v, %v; want %d signed or acked", cut, len(data), rep, err, keep)
+				}
+				installKeyFast(t, dir, p)
+				l, err := Open(dir, &Options{Logger: quiet, wrap: noSync})
+				if err != nil {
+					t.Fatalf("cut at %d: Open = %v", cut, err)
+				}
+				if rep, err := Verify(dir, p.pub); err != nil || rep.Truncated() || rep.Entries != keep {
+					t.Fatalf("cut at %d: after Open, Verify = %+v, %v; want %d entries, all signed", cut, rep, err, keep)
+				}
+				seq, _, err := l.Append(context.Background(), entryN(cut))
+				l.Close()
+				if err != nil || seq != keep+1 {
+					t.Fatalf("cut at %d: Append = %d, %v; want seq %d", cut, seq, err, keep+1)
+				}
+				if rep, err := Verify(dir, p.pub); err != nil || rep.Truncated() || rep.Entries != keep+1 {
+					t.Fatalf("cut at %d: after Close, Verify = %+v, %v", cut, rep, err)
+				}
+			}
+		})
+	}
+}
+
 // memTempDir returns a temporary directory in memory (/dev/shm) where
 // there is one: the offset tests check recovery logic, thousands of times,
 // and need not wait for a disk.

@@ -14,10 +14,11 @@
 // # Writing
 //
 // [Open] a directory and [Log.Append] entries. Append returns once the
-// entry is durable; concurrent Appends share one write and one fsync, in
-// which one checkpoint, an ed25519 signature over the last entry's seq and
-// hash, covers the whole batch (an Append alone is acknowledged after an
-// ack line instead, and signed right after: ack.go):
+// entry is durable; concurrent Appends share one write and one fsync
+// (group commit), and a batch ends with an ack line marking its last entry.
+// A checkpoint, an ed25519 signature over the last entry's seq and hash,
+// signs every batch before it; one comes within 20 ms of an ack, off the
+// appenders' path (ack.go):
 //
 //	l, err := chain.Open(dir, nil)
 //	...
@@ -35,7 +36,9 @@
 // # Durability
 //
 // What is durable: every entry for which Append returned nil, with its
-// checkpoint or its ack (R25). What is not: an entry whose Append returned an error or
+// checkpoint or its ack (R25). An acknowledged entry may be unsigned for up
+// to 20 ms, or, after a crash or a failed write, until the chain is opened
+// again, which signs it first. What is not: an entry whose Append returned an error or
 // had not returned when the process or machine stopped; Open cuts such
 // entries off if they reached the disk. After a write or fsync error the Log
 // refuses every further Append until it is reopened.

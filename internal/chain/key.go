@@ -87,6 +87,10 @@ func createKey(dir string) (ed25519.PrivateKey, error) {
 	return priv, nil
 }
 
+// ParsePrivateKey parses a chain.key file: an Ed25519 key, PKCS #8 in a PEM
+// block "PRIVATE KEY".
+func ParsePrivateKey(b []byte) (ed25519.PrivateKey, error) { return parsePrivateKey(b) }
+
 func parsePrivateKey(b []byte) (ed25519.PrivateKey, error) {
 	blk, rest := pem.Decode(b)
 	if blk == nil || blk.Type != "PRIVATE KEY" || len(bytes.TrimSpace(rest)) != 0 {

@@ -127,7 +127,9 @@ var requests = sync.Pool{New: func() any {
 // Open recovers from a crash: it verifies the last segment, keeps and signs
 // the entries up to its last ack line (acknowledged, not yet signed) and
 // cuts off what follows (a torn line, and entries whose batch never
-// completed: none of them was acknowledged). If the last segment is
+// completed: none of them was acknowledged). An entry whose Append failed
+// at its fsync may be kept too, when its ack reached the disk anyway: the
+// record errs on the side of keeping a decision. If the last segment is
 // broken in the middle, Open returns the *BreakError and does not append to
 // a chain it cannot extend honestly. opts may be nil.
 func Open(dir string, opts *Options) (*Log, error) {
@@ -159,6 +161,9 @@ func Open(dir string, opts *Options) (*Log, error) {
 		return nil, err
 	}
 	l.lock = lock
+	// The sign timer exists before open, whose recovery may sign.
+	l.signTimer = time.AfterFunc(time.Hour, l.signDue)
+	l.signTimer.Stop()
 	if err := l.open(); err != nil {
 		unlockDir(lock)
 		return nil, err
@@ -169,8 +174,6 @@ func Open(dir string, opts *Options) (*Log, error) {
 	l.wake = make(chan struct{}, 1)
 	l.quit = make(chan struct{})
 	l.done = make(chan struct{})
-	l.signTimer = time.AfterFunc(time.Hour, l.signDue)
-	l.signTimer.Stop()
 	l.start()
 	return l, nil
 }
@@ -253,7 +256,8 @@ func (l *Log) Dir() string { return l.dir }
 // it acknowledged in the same fsync. The caller MUST NOT act on the
 // decision (forward the call) before Append returns nil. A batch is
 // acknowledged after its ack line, and the checkpoint that signs it comes
-// within signDelay, off the caller's path (ack.go).
+// within signDelay, off the caller's path (ack.go); if the Log fails first,
+// the next Open signs it.
 //
 // Concurrent Appends share one write and one fsync (group commit). Append
 // fills in e's V, Seq, Prev and Hash, and its Time when zero (the time of
@@ -333,7 +337,8 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 // join numbers the entry and links it to the entry before, finishing its
 // hash, under l.mu: so the appenders do the chain's sequential work as they
 // arrive, while the committer fsyncs the batch before, and the committer's
-// share of a batch is one signature, one write and one fsync.
+// share of a batch is an ack (or now and then a signature), one write and
+// one fsync.
 func (l *Log) join(ctx context.Context, r *request) (b *batch, i int, lead bool, err error) {
 	l.mu.Lock()
 	for {

@@ -1088,3 +1088,75 @@ func TestAckedTailAlwaysSigned(t *testing.T) {
 		})
 	}
 }
+
+// slowSyncVar is a segment file whose fsync takes *d.
+type slowSyncVar struct {
+	segmentFile
+	d *atomic.Int64
+}
+
+func (f slowSyncVar) Sync() error {
+	time.Sleep(time.Duration(f.d.Load()))
+	return f.segmentFile.Sync()
+}
+
+// TestSignRequestClearedBySignature: the sign timer fires during a commit
+// that signs inline (the review's trace): that signature answers the
+// timer's request, so the next lone Append's batch waits for signDelay
+// instead of being signed at once by a writer woken for a stale request.
+func TestSignRequestClearedBySignature(t *testing.T) {
+	defer func(d time.Duration) { signDelay = d }(signDelay)
+	signDelay = 5 * time.Millisecond
+	var d atomic.Int64
+	dir := t.TempDir()
+	l := openT(t, dir, &Options{wrap: func(f segmentFile) segmentFile { return slowSyncVar{f, &d} }})
+	defer l.Close()
+	d.Store(int64(10 * time.Millisecond))
+	var wg sync.WaitGroup
+	wg.Go(func() { l.Append(context.Background(), entryN(1)) })
+	time.Sleep(2 * time.Millisecond)
+	wg.Go(func() { l.Append(context.Background(), entryN(2)) })
+	wg.Wait()
+	time.Sleep(20 * time.Millisecond) // let the writer finish
+	d.Store(0)
+	signDelay = time.Hour
+	if _, _, err := l.Append(context.Background(), entryN(3)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // time for a wrongly woken writer to sign
+	rep, err := Verify(dir, l.PublicKey())
+	if err == nil && rep.Signed == 3 {
+		t.Errorf("C was signed at once (checkpoints %d), with signDelay an hour: a stale signWanted woke the writer", rep.Checkpoints)
+	}
+}
+
+// TestCloseDuringTimerSign: Close while the sign timer's checkpoint
+// write is held: Close waits for it, writes no second checkpoint, and the
+// chain ends signed.
+func TestCloseDuringTimerSign(t *testing.T) {
+	defer func(d time.Duration) { signDelay = d }(signDelay)
+	signDelay = time.Millisecond
+	dir := t.TempDir()
+	g := &ckGate{held: make(chan struct{}), release: make(chan struct{}), writes: make(chan string, 16)}
+	l := openT(t, dir, &Options{wrap: func(f segmentFile) segmentFile { g.segmentFile = f; return g }})
+	if _, _, err := l.Append(context.Background(), entryN(1)); err != nil {
+		t.Fatal(err)
+	}
+	<-g.held // the timer's signTip is writing
+	closed := make(chan error)
+	go func() { closed <- l.Close() }()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned %v while the timer's checkpoint was being written", err)
+	default:
+	}
+	close(g.release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyWith(dir, l.PublicKey(), &VerifyOptions{AllSignatures: true, Strict: true})
+	if err != nil || rep.Signed != 1 || rep.Checkpoints != 1 {
+		t.Fatalf("Verify = %+v, %v", rep, err)
+	}
+}

@@ -14,8 +14,8 @@ import (
 // Why cutting there is safe: a batch's entries and its checkpoint or ack go
 // out in one write and one fsync, and Append returns only after that fsync.
 // So an entry followed by neither was never acknowledged, and a crash can
-// leave only that: a prefix of the last batch (whole lines, then a torn
-// one). Anything else (a broken line or link before the last checkpoint, a
+// leave only that after acked batches: a prefix of the last batch (whole
+// lines, then a torn one), or a torn checkpoint after an ack. Anything else (a broken line or link before the last checkpoint, a
 // bad checkpoint, an ack whose MAC this key did not make) is not a crash
 // artefact, and recoverTail refuses it rather than cut acknowledged entries
 // or sign entries it did not write.

@@ -15,8 +15,8 @@ import (
 //	chain-00000000000000000001.jsonl
 //	chain-00000000000000131073.jsonl
 //
-// Each line is an entry or a checkpoint. A Log starts a new segment only
-// after a checkpoint, so every segment but the last ends with one.
+// Each line is an entry, a checkpoint or an ack. A Log starts a new segment
+// only after a checkpoint, so every segment but the last ends with one.
 
 const (
 	segPrefix = "chain-"

@@ -1,11 +1,13 @@
 package chain
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -88,7 +90,7 @@ func TestSpecPythonVerifier(t *testing.T) {
 		case err != nil:
 			t.Fatal(err)
 		}
-		return fmt.Sprintf("ok entries=%d signed=%d torn=%d", rep.Entries, rep.Signed, rep.TornBytes)
+		return fmt.Sprintf("ok entries=%d signed=%d torn=%d acked=%d", rep.Entries, rep.Signed, rep.TornBytes, rep.Acked)
 	}
 	same := func(name, dir, pubPEM string) {
 		for _, all := range []bool{false, true} {
@@ -132,5 +134,74 @@ func TestSpecPythonVerifier(t *testing.T) {
 		p := draw(t, "G -> A | B -> C | D")
 		tc.alter(p)
 		same(tc.name, p.write(), string(MarshalPublicKey(p.pub)))
+	}
+
+	// Ack lines: as a Log writes them, and moved, repeated, torn, or not in
+	// the stored form. The picture's second segment is: B, ack, C, ack, ck,
+	// D, ack.
+	setLine := func(i int, f func(string) string) func(p *picture) {
+		return func(p *picture) { p.segs[1][i] = f(p.segs[1][i]) }
+	}
+	for _, tc := range []struct {
+		name  string
+		alter func(p *picture)
+	}{
+		{"acks as written", func(p *picture) {}},
+		{"ack 0", setLine(1, func(l string) string { return strings.Replace(l, `{"ack":3,`, `{"ack":0,`, 1) })},
+		{"ack past 2^53-1", setLine(1, func(l string) string { return strings.Replace(l, `{"ack":3,`, `{"ack":9007199254740992,`, 1) })},
+		{"ack with a leading zero", setLine(1, func(l string) string { return strings.Replace(l, `{"ack":3,`, `{"ack":03,`, 1) })},
+		{"ack as a float", setLine(1, func(l string) string { return strings.Replace(l, `{"ack":3,`, `{"ack":3.0,`, 1) })},
+		{"ack with a space", setLine(1, func(l string) string { return strings.Replace(l, `{"ack":3,`, `{"ack": 3,`, 1) })},
+		{"ack with an extra key", setLine(1, func(l string) string { return strings.Replace(l, `"}`, `","x":1}`, 1) })},
+		{"ack in upper-case hex", setLine(1, func(l string) string { return l[:len(l)-67] + strings.ToUpper(l[len(l)-67:len(l)-3]) + l[len(l)-3:] })},
+		{"ack ending in CR LF", setLine(1, func(l string) string { return strings.TrimSuffix(l, "\n") + "\r\n" })},
+		{"checkpoint 0", func(p *picture) {
+			p.segs[0][1] = strings.Replace(p.segs[0][1], `{"checkpoint":1,`, `{"checkpoint":0,`, 1)
+		}},
+		{"ack twice", func(p *picture) { p.segs[1] = slices.Insert(p.segs[1], 2, p.segs[1][1]) }},
+		{"ack first in a segment", func(p *picture) { p.segs[1] = slices.Insert(p.segs[1], 0, p.segs[1][1]) }},
+		{"ack after a checkpoint", func(p *picture) { p.segs[1] = slices.Insert(p.segs[1], 5, p.segs[1][3]) }},
+		{"ack removed", func(p *picture) { p.segs[1] = slices.Delete(p.segs[1], 1, 2) }},
+		{"last ack torn", setLine(6, func(l string) string { return l[:20] })},
+		{"checkpoint torn after the last ack", func(p *picture) { p.segs[1] = append(p.segs[1], p.segs[1][4][:40]) }},
+		{"segment ending in an ack", func(p *picture) {
+			k := newAcker(p.priv).make(2, p.entries["A"].Hash)
+			p.segs[0][len(p.segs[0])-1] = string(appendAck(nil, &k))
+		}},
+	} {
+		p := draw(t, "G -> A | B ack C ack ck -> D ack")
+		tc.alter(p)
+		same(tc.name, p.write(), string(MarshalPublicKey(p.pub)))
+	}
+}
+
+// TestSpecAckVector checks the ack in SPEC.md's example: its MAC is the one
+// the example key's writer makes for entry 3, and it sits where a writer
+// puts it.
+func TestSpecAckVector(t *testing.T) {
+	seed := make([]byte, ed25519.SeedSize)
+	for i := range seed {
+		seed[i] = byte(i)
+	}
+	priv := ed25519.NewKeyFromSeed(seed)
+	line := []byte(strings.TrimSuffix(specBlock(t, "spec-vector-ack"), "\n"))
+	k, err := decodeAck(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !newAcker(priv).check(&k) || k.seq != 3 {
+		t.Fatalf("SPEC.md's ack %s is not the example key's for entry 3", line)
+	}
+	// Put after entry 3 of the example, it verifies as an ack a checkpoint follows.
+	seg := specBlock(t, "spec-vector-segment")
+	lines := strings.SplitAfter(seg, "\n")
+	seg = strings.Join(lines[:4], "") + string(line) + "\n" + strings.Join(lines[4:], "")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, segmentName(1)), []byte(seg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyWith(dir, priv.Public().(ed25519.PublicKey), &VerifyOptions{AllSignatures: true, Strict: true, AckKey: priv})
+	if err != nil || rep.Entries != 3 || rep.Signed != 3 {
+		t.Fatalf("the example with the ack: %+v, %v", rep, err)
 	}
 }

@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
@@ -565,6 +566,56 @@ func TestSmallBlocks(t *testing.T) {
 						t.Errorf("unsigned %s re-spelled, maxTail %d: %+v, want %+v", label, tail, got, want)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestVerifyAckKey: with the private key, Verify checks the MAC of the
+// last ack after the last checkpoint: this key's writer's, or a break.
+func TestVerifyAckKey(t *testing.T) {
+	_, fresh := testKey(t, 99)
+	tests := []struct {
+		name    string
+		chain   string
+		alter   func(p *picture)
+		key     func(p *picture) ed25519.PrivateKey
+		want    BreakKind // 0: verified
+		checked bool
+		err     string
+	}{
+		{name: "acked tail", chain: "G -> A B ack", checked: true},
+		{name: "acked twice", chain: "G -> A ack B ack", checked: true},
+		{name: "signed, no ack after", chain: "G -> A ack ck"},
+		{name: "ack by another key", chain: "G -> A", alter: func(p *picture) { p.ackBatch(fresh, "B") }, want: BreakSignature},
+		{name: "another key given", chain: "G -> A ack", key: func(*picture) ed25519.PrivateKey { return fresh }, err: "not the public key's"},
+		{name: "a short key given", chain: "G -> A ack", key: func(*picture) ed25519.PrivateKey { return fresh[:10] }, err: "not the public key's"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := draw(t, tt.chain)
+			if tt.alter != nil {
+				tt.alter(p)
+			}
+			key := p.priv
+			if tt.key != nil {
+				key = tt.key(p)
+			}
+			rep, err := VerifyWith(p.write(), p.pub, &VerifyOptions{AckKey: key})
+			var be *BreakError
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Verify = %v, want an error saying %q", err, tt.err)
+				}
+			case tt.want != 0:
+				if !errors.As(err, &be) || be.Kind != tt.want {
+					t.Fatalf("Verify = %v, want a %v", err, tt.want)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case rep.AckChecked != tt.checked:
+				t.Fatalf("AckChecked = %v, want %v (%+v)", rep.AckChecked, tt.checked, rep)
 			}
 		})
 	}

@@ -81,11 +81,16 @@ type Report struct {
 	// not attested by the key, and anyone can append them.
 	Signed uint64
 	// Acked is the seq of the last ack line after the last checkpoint, or
-	// 0: the writer marked the entries up to it acknowledged before
-	// signing them (it signs them right after, or when it reopens the
-	// chain after a crash). The mark's MAC is checked only by the writer,
-	// so these entries are as unsigned as any others to a verifier.
+	// 0: an ack line claims the entries up to it were acknowledged before
+	// they were signed (a Log signs them within signDelay, or when it
+	// reopens the chain after a crash). Its MAC can be checked only with
+	// the private key (AckKey), so without it these entries are as
+	// unsigned as any others.
 	Acked uint64
+	// AckChecked: VerifyWith was given the private key (AckKey) and the
+	// MAC of the ack line at Acked is right, so this key's writer did
+	// acknowledge the entries up to it.
+	AckChecked bool
 	// Checkpoints is the number of checkpoint lines checked.
 	Checkpoints uint64
 	// LastHash is the hash of the last entry.
@@ -127,6 +132,12 @@ type VerifyOptions struct {
 	// Workers is the number of goroutines that parse and hash lines.
 	// Zero means GOMAXPROCS.
 	Workers int
+	// AckKey, if set, is the chain's private key, with which Verify also
+	// checks the MAC of the last ack line after the last checkpoint: what
+	// the key holder (an auditor with the disk of a crashed writer, say)
+	// can learn of an acked tail without opening the chain for writing,
+	// which would sign it. A wrong MAC is a BreakSignature.
+	AckKey ed25519.PrivateKey
 }
 
 // Verify checks the chain in dir against pub, offline: every entry's
@@ -141,7 +152,8 @@ type VerifyOptions struct {
 // much: see Report.Truncated. A suffix removed whole cannot be noticed from
 // the chain alone; compare Report.Entries with a checkpoint kept elsewhere.
 // Any other error means the chain could not be read. On a chain a Log is
-// appending to, the batch being written may show as such a tail.
+// appending to, the batch being written, and the batches acked in the last
+// 20 ms, may show as such a tail.
 func Verify(dir string, pub ed25519.PublicKey) (Report, error) {
 	return VerifyWith(dir, pub, nil)
 }
@@ -153,6 +165,9 @@ func VerifyWith(dir string, pub ed25519.PublicKey, opts *VerifyOptions) (Report,
 	}
 	if len(pub) != ed25519.PublicKeySize {
 		return Report{}, fmt.Errorf("chain: verify: public key has %d bytes, want %d", len(pub), ed25519.PublicKeySize)
+	}
+	if opts.AckKey != nil && (len(opts.AckKey) != ed25519.PrivateKeySize || !pub.Equal(opts.AckKey.Public())) {
+		return Report{}, errors.New("chain: verify: the private key given for acks is not the public key's")
 	}
 	segs, err := listSegments(dir)
 	if err != nil {
@@ -174,6 +189,7 @@ func VerifyWith(dir string, pub ed25519.PublicKey, opts *VerifyOptions) (Report,
 	if w.haveAck {
 		rep.Acked = w.lastAck.seq
 	}
+
 	if opts.AllSignatures {
 		rep.SignaturesChecked = w.checkpoints
 	}
@@ -188,6 +204,12 @@ func VerifyWith(dir string, pub ed25519.PublicKey, opts *VerifyOptions) (Report,
 			}
 		}
 		rep.Signed = w.lastCk.seq
+	}
+	if opts.AckKey != nil && w.haveAck {
+		if !newAcker(opts.AckKey).check(&w.lastAck) {
+			return rep, &BreakError{Kind: BreakSignature, Seq: w.lastAck.seq, Want: "an ack MAC made with key " + KeyID(pub), Got: "another MAC", File: w.lastAckSeg, Offset: w.lastAckOff}
+		}
+		rep.AckChecked = true
 	}
 	return rep, nil
 }

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 
 ENTRY_DOMAIN = b"aegis.chain.v1\x00"
 CKPT_DOMAIN = b"aegis.chain.checkpoint.v1\x00"
+MAX_SEQ = 2**53 - 1
 SEG = re.compile(r"^chain-(\d{20})\.jsonl$")
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -69,7 +70,7 @@ def checkpoint(line, next_seq):
         raise Break("malformed", next_seq, "checkpoint not JSON: %s" % e)
     if not isinstance(obj, dict) or sorted(obj) != ["checkpoint", "hash", "key", "sig"] or jcs(obj) != line:
         raise Break("malformed", next_seq, "checkpoint not in stored form")
-    if type(obj["checkpoint"]) is not int or not HEX64.match(obj["hash"]) or not re.match(r"^[0-9a-f]{16}$", obj["key"]) or not re.match(r"^[0-9a-f]{128}$", obj["sig"]):
+    if type(obj["checkpoint"]) is not int or not 1 <= obj["checkpoint"] <= MAX_SEQ or not HEX64.match(obj["hash"]) or not re.match(r"^[0-9a-f]{16}$", obj["key"]) or not re.match(r"^[0-9a-f]{128}$", obj["sig"]):
         raise Break("malformed", next_seq, "checkpoint fields")
     return obj
 
@@ -81,7 +82,7 @@ def ack(line, next_seq):
         raise Break("malformed", next_seq, "ack not JSON: %s" % e)
     if not isinstance(obj, dict) or sorted(obj) != ["ack", "hash", "mac"] or jcs(obj) != line:
         raise Break("malformed", next_seq, "ack not in stored form")
-    if type(obj["ack"]) is not int or not HEX64.match(obj["hash"]) or not HEX64.match(obj["mac"]):
+    if type(obj["ack"]) is not int or not 1 <= obj["ack"] <= MAX_SEQ or not HEX64.match(obj["hash"]) or not HEX64.match(obj["mac"]):
         raise Break("malformed", next_seq, "ack fields")
     return obj
 
@@ -108,7 +109,7 @@ def verify(d, pub, all_sigs):
     segs.sort()
     if not segs:
         raise SystemExit("no segments")
-    nxt, prev, last_ck, torn = 1, "0" * 64, None, 0
+    nxt, prev, last_ck, last_ack, torn = 1, "0" * 64, None, None, 0
     for i, (first, name) in enumerate(segs):
         last = i == len(segs) - 1
         if first != nxt:
@@ -124,12 +125,12 @@ def verify(d, pub, all_sigs):
                     raise Break("checkpoint", ck["checkpoint"], "misplaced")
                 if ck["key"] != kid or (all_sigs and not signed_ok(pub, ck)):
                     raise Break("signature", ck["checkpoint"], "bad signature")
-                last_ck, before = ck, "checkpoint"
+                last_ck, last_ack, before = ck, None, "checkpoint"
             elif line.startswith(b'{"ack":'):
                 a = ack(line, nxt)
                 if before != "entry" or a["ack"] != nxt - 1 or a["hash"] != prev:
                     raise Break("checkpoint", a["ack"], "misplaced ack")
-                before = "ack"
+                last_ack, before = a, "ack"
             else:
                 obj, h, computed = entry(line, nxt)
                 if obj["seq"] != nxt:
@@ -150,7 +151,7 @@ def verify(d, pub, all_sigs):
         if not signed_ok(pub, last_ck):
             raise Break("signature", last_ck["checkpoint"], "bad signature")
         signed = last_ck["checkpoint"]
-    return nxt - 1, signed, torn
+    return nxt - 1, signed, torn, last_ack["ack"] if last_ack else 0
 
 
 def main():
@@ -159,8 +160,8 @@ def main():
     if not isinstance(pub, Ed25519PublicKey):
         raise SystemExit("not an Ed25519 key")
     try:
-        n, signed, torn = verify(d, pub, "--all-signatures" in sys.argv)
-        print("ok entries=%d signed=%d torn=%d" % (n, signed, torn))
+        n, signed, torn, acked = verify(d, pub, "--all-signatures" in sys.argv)
+        print("ok entries=%d signed=%d torn=%d acked=%d" % (n, signed, torn, acked))
     except Break as b:
         print("break %s seq=%d: %s" % (b.kind, b.seq, b.why))
 
