@@ -253,6 +253,16 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		case <-exited:
 		case <-ctx.Done():
 		}
+		// A gate that has returned may not have written its call yet:
+		// wait for the writes too, as long as the server reads.
+		written := make(chan struct{})
+		go func() { r.gates.Wait(); close(written) }()
+		select {
+		case <-written:
+		case <-exited:
+		case <-ctx.Done():
+		case <-time.After(grace):
+		}
 		shutdown()
 		gone()
 		if cerr != nil && !errors.Is(cerr, io.EOF) {
