@@ -197,7 +197,14 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		// os/exec gives its own copies (WaitDelay): a child of the server
 		// may hold the pipe open.
 		errR.SetReadDeadline(time.Now().Add(cmd.WaitDelay))
-		<-copied
+		select {
+		case <-copied:
+		case <-time.After(2 * cmd.WaitDelay):
+			// The copy is stuck writing: aegis's own stderr does not
+			// take it. The log file has what was read; the exit is acted
+			// on all the same.
+			opts.Logger.Warn("proxy: gave up copying the server's stderr: aegis's stderr does not take it")
+		}
 		close(exited)
 	}()
 	serverDone := make(chan error, 1)

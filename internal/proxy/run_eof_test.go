@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRunEOFWhileDeciding: calls with random gates, stdin an os.Pipe
@@ -79,4 +80,34 @@ func toolOf(l string) string {
 	_, after, _ := strings.Cut(l, `"name":"`)
 	tool, _, _ := strings.Cut(after, `"`)
 	return tool
+}
+
+// blockingWriter never returns from Write until released.
+type blockingWriter struct{ release chan struct{} }
+
+func (b blockingWriter) Write(p []byte) (int, error) { <-b.release; return len(p), nil }
+
+// TestRunStderrBlocked: when aegis's own stderr takes nothing, Run still
+// returns after the server exits (within WaitDelay's bound), and the log
+// file has what the server wrote.
+func TestRunStderrBlocked(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	logFile := filepath.Join(t.TempDir(), "stderr.log")
+	cmd := exec.Command("sh", "-c", `printf 'x' >&2; exit 0`)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), strings.NewReader(""), io.Discard, cmd, allowGate{}, &Options{Stderr: blockingWriter{release}, StderrLog: logFile, ShutdownGrace: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}()
+	select {
+	case err := <-done:
+		if _, ok := err.(*ServerExitError); !ok && err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run has not returned 20 s after the server exited, with aegis's stderr blocked")
+	}
+	if b, _ := os.ReadFile(logFile); string(b) != "x" {
+		t.Errorf("stderr log = %q, want %q", b, "x")
+	}
 }
