@@ -3,7 +3,9 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -260,14 +263,19 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 // cpuTime returns the CPU time process pid has used so far: the sum of
 // its threads' run times from /proc/PID/task/*/schedstat (nanoseconds),
 // or, where that is missing, user and system time from /proc/PID/stat (in
-// clock ticks, 10 ms); zero where /proc is missing. Threads that have
-// exited count in neither: the runtime keeps its threads.
+// clock ticks, 10 ms); zero where /proc is missing. A thread that exits
+// between two samples takes its time with it (the Go runtime keeps its
+// threads, so this is rare); one that exits during a scan is skipped
+// rather than switching the method between two samples.
 func cpuTime(pid int) time.Duration {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err == nil {
 		var sum time.Duration
 		for _, t := range tasks {
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+				continue // the thread exited during the scan
+			}
 			if err != nil {
 				sum = -1
 				break
