@@ -26,16 +26,7 @@ func TestTruncateEveryOffset(t *testing.T) {
 	} {
 		t.Run(spec, func(t *testing.T) {
 			p := draw(t, spec)
-			full := p.write()
-			segs, err := listSegments(full)
-			if err != nil {
-				t.Fatal(err)
-			}
-			last := segs[len(segs)-1]
-			data, err := os.ReadFile(last.path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			full, last, data := writeLastSegment(t, p)
 			whole, err := Verify(full, p.pub)
 			if err != nil {
 				t.Fatal(err)
@@ -49,7 +40,7 @@ func TestTruncateEveryOffset(t *testing.T) {
 					break
 				}
 			}
-			if start == 0 && len(segs) > 1 {
+			if start == 0 && last.first > 1 { // not the first segment
 				signedBefore = last.first - 1
 			}
 			starts := map[int]bool{}
@@ -120,16 +111,7 @@ func TestTruncateEveryOffsetAcks(t *testing.T) {
 	} {
 		t.Run(spec, func(t *testing.T) {
 			p := draw(t, spec)
-			full := p.write()
-			segs, err := listSegments(full)
-			if err != nil {
-				t.Fatal(err)
-			}
-			last := segs[len(segs)-1]
-			data, err := os.ReadFile(last.path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			full, last, data := writeLastSegment(t, p)
 			starts := map[int]bool{0: true, len(data): true}
 			for _, l := range splitLines(data) {
 				starts[l.end] = true
@@ -178,6 +160,23 @@ func TestTruncateEveryOffsetAcks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeLastSegment lays p out in a directory and returns it, its last
+// segment and that segment's bytes.
+func writeLastSegment(t *testing.T, p *picture) (string, segment, []byte) {
+	t.Helper()
+	full := p.write()
+	segs, err := listSegments(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := segs[len(segs)-1]
+	data, err := os.ReadFile(last.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return full, last, data
 }
 
 // memTempDir returns a temporary directory in memory (/dev/shm) where

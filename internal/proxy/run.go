@@ -253,23 +253,20 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	case cerr := <-clientDone:
 		// The client has said all it will. Calls it sent are decided and
 		// forwarded (or refused) before the server's input is closed.
-		decided := make(chan struct{})
-		go func() { r.deciding.Wait(); close(decided) }()
-		select {
-		case <-decided:
-		case <-exited:
-		case <-ctx.Done():
-		}
 		// A gate that has returned may not have written its call yet:
 		// wait for the writes too, as long as the server reads.
-		written := make(chan struct{})
-		go func() { r.gates.Wait(); close(written) }()
-		select {
-		case <-written:
-		case <-exited:
-		case <-ctx.Done():
-		case <-time.After(grace):
+		waitFor := func(wg *sync.WaitGroup, timeout <-chan time.Time) {
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-exited:
+			case <-ctx.Done():
+			case <-timeout:
+			}
 		}
+		waitFor(&r.deciding, nil)
+		waitFor(&r.gates, time.After(grace))
 		shutdown()
 		gone()
 		if cerr != nil && !errors.Is(cerr, io.EOF) {
