@@ -133,45 +133,87 @@ const maxPooled = 64 << 10
 
 // Put writes r with the record version and a fresh nonce (r itself is not
 // changed) and returns the record's hash. Nil Redactions are written as
-// an empty list.
+// an empty list. It is Prepare, then Write.
 func (s *Store) Put(r *Record) (Digest, error) {
+	p, err := s.Prepare(r)
+	if err != nil {
+		return Digest{}, err
+	}
+	return p.Digest, p.Write()
+}
+
+// A Prepared record is encoded and hashed but not written: a caller that
+// must link to a record before it knows whether the record is true (a
+// chain entry, made durable first, naming the envelope of a call that is
+// forwarded only if that succeeds) prepares it, and writes it or drops it.
+type Prepared struct {
+	Digest Digest // the hash of the record's line
+	s      *Store
+	bp     *[]byte // the pooled buffer holding the line
+	line   []byte
+	at     time.Time
+}
+
+// Prepare encodes r as Put would write it and returns it with its hash.
+// The Prepared MUST be written or dropped, once.
+func (s *Store) Prepare(r *Record) (Prepared, error) {
 	var nonce [16]byte
 	s.mu.Lock()
 	s.nonces.Read(nonce[:])
 	s.mu.Unlock()
 
 	bp := lineBufs.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooled {
-			lineBufs.Put(bp)
-		}
-	}()
 	// The buffer holds the hash's domain and then the line, so that the
 	// hash is one call over contiguous bytes.
 	buf, err := appendLine(append((*bp)[:0], hashDomain...), r, &nonce)
 	*bp = buf
 	if err != nil {
-		return Digest{}, err
+		release(bp)
+		return Prepared{}, err
 	}
 	d := Digest(sha256.Sum256(buf))
 	buf = append(buf, '\n')
 	*bp = buf
-	line := buf[len(hashDomain):]
+	return Prepared{Digest: d, s: s, bp: bp, line: buf[len(hashDomain):], at: r.Time}, nil
+}
 
-	t := r.Time.UTC()
+// Write writes the prepared record to its day's file.
+func (p *Prepared) Write() error {
+	if p.bp == nil {
+		return errors.New("envelope: record written or dropped already")
+	}
+	defer p.Drop()
+	s := p.s
+	t := p.at.UTC()
 	y, m, dd := t.Date()
 	day := y*10000 + int(m)*100 + dd
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if day != s.day || s.f == nil {
-		if err := s.rotate(day, t.Format(time.DateOnly), r.Time); err != nil {
-			return Digest{}, err
+		if err := s.rotate(day, t.Format(time.DateOnly), p.at); err != nil {
+			return err
 		}
 	}
-	if _, err := s.f.Write(line); err != nil {
-		return Digest{}, fmt.Errorf("envelope: %w", err)
+	if _, err := s.f.Write(p.line); err != nil {
+		return fmt.Errorf("envelope: %w", err)
 	}
-	return d, nil
+	return nil
+}
+
+// Drop lets go of a prepared record without writing it. Dropping one that
+// was written or dropped does nothing.
+func (p *Prepared) Drop() {
+	if p.bp != nil {
+		release(p.bp)
+		p.bp, p.line = nil, nil
+	}
+}
+
+// release returns a line buffer to the pool, unless it grew too large.
+func release(bp *[]byte) {
+	if cap(*bp) <= maxPooled {
+		lineBufs.Put(bp)
+	}
 }
 
 // rotate opens the file of day and, once a day, applies retention.

@@ -162,3 +162,44 @@ func TestConcurrentPutAndDayRoll(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepared: a prepared record is written by Write, once, and found by
+// its Digest; a dropped one is never written.
+func TestPrepared(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec := &Record{Time: time.Now(), Server: "fs", Tool: "read_file", Forwarded: true, Arguments: []byte(`{"path":"/a"}`)}
+	dropped, err := s.Prepare(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped.Drop()
+	dropped.Drop() // twice does nothing
+	if err := dropped.Write(); err == nil {
+		t.Error("a dropped record was written")
+	}
+	kept, err := s.Prepare(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.Digest == dropped.Digest {
+		t.Error("two records of the same call share a digest (no fresh nonce)")
+	}
+	if err := kept.Write(); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Write(); err == nil {
+		t.Error("a record was written twice")
+	}
+	if _, err := Find(dir, dropped.Digest); err == nil {
+		t.Error("the dropped record is in the store")
+	}
+	got, err := Find(dir, kept.Digest)
+	if err != nil || got.Tool != "read_file" || !got.Forwarded {
+		t.Fatalf("Find = %+v, %v", got, err)
+	}
+}

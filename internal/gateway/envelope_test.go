@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/policy"
@@ -67,5 +68,44 @@ func TestEnvelopeForwarded(t *testing.T) {
 				t.Errorf("envelope keeps %s, want %s", r.Arguments, tc.args)
 			}
 		})
+	}
+}
+
+// failLog refuses every append, as a full disk or a call cancelled while
+// it is recorded does, after noting the entry it was given.
+type failLog struct{ tried *chain.Entry }
+
+func (f *failLog) Append(_ context.Context, e *chain.Entry) (uint64, [32]byte, error) {
+	f.tried = e
+	return 0, [32]byte{}, context.Canceled
+}
+
+// TestNoEnvelopeWithoutEntry: when the decision cannot be recorded the call
+// is refused, and no envelope is written, so none says forwarded of a call
+// that was not (the envelope used to be written before the entry).
+func TestNoEnvelopeWithoutEntry(t *testing.T) {
+	e := newEngine(t, "")
+	dir := t.TempDir()
+	envs, err := envelope.Open(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer envs.Close()
+	log := &failLog{}
+	rec := &Recorder{Engine: e, Log: log, Envelopes: envs}
+	c := Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"/home/u/projects/a"}`)}
+	v, err := rec.Call(context.Background(), &c, [32]byte{})
+	if err == nil || v.Effect != policy.Deny {
+		t.Fatalf("Call = %s, %v; want a refusal saying the decision was not recorded", v.Effect, err)
+	}
+	if log.tried == nil || log.tried.Envelope == (chain.Digest{}) {
+		t.Fatal("the entry tried names no envelope")
+	}
+	if r, err := envelope.Find(dir, envelope.Digest(log.tried.Envelope)); err == nil {
+		t.Fatalf("an envelope was written for a call whose decision was not recorded: %+v", r)
+	}
+	// The store still works for the next call.
+	if _, err := (&Recorder{Engine: e, Log: &memLog{}, Envelopes: envs}).Call(context.Background(), &c, [32]byte{}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -24,8 +24,9 @@ type Appender interface {
 type Recorder struct {
 	Engine *Engine
 	Log    Appender
-	// Envelopes, if set, receives each call's envelope (DESIGN.md R23)
-	// before its chain entry is appended, and the entry links to it.
+	// Envelopes, if set, receives each call's envelope (DESIGN.md R23),
+	// which its chain entry links to by hash: written once the entry is
+	// durable, before Call returns, and not at all if it cannot be.
 	Envelopes *envelope.Store
 	// Redact takes the secrets out of arguments before they enter an
 	// envelope, and says what it took where. nil keeps them as they are.
@@ -53,15 +54,26 @@ func (r *Recorder) CallWith(ctx context.Context, c *Call, schemaHash [32]byte, m
 	at := now()
 	e := r.entry(c, &v, schemaHash, at)
 	e.ArgsHash = argsHash
+	// The envelope is written after the entry is durable, so that it never
+	// says forwarded of a call refused because its decision could not be
+	// recorded (a full disk, a call cancelled while it was recorded), and
+	// before the call is forwarded (R23): the entry names it by hash.
+	var env envelope.Prepared
 	if r.Envelopes != nil {
-		d, err := r.putEnvelope(c, &v, at)
-		if err != nil {
+		var err error
+		if env, err = r.prepareEnvelope(c, &v, at); err != nil {
 			return refused(&v), fmt.Errorf("recording the envelope: %w", err)
 		}
-		e.Envelope = chain.Digest(d)
+		defer env.Drop()
+		e.Envelope = chain.Digest(env.Digest)
 	}
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
 		return refused(&v), fmt.Errorf("recording the decision: %w", err)
+	}
+	if r.Envelopes != nil {
+		if err := env.Write(); err != nil {
+			return refused(&v), fmt.Errorf("recording the envelope: %w", err)
+		}
 	}
 	return v, nil
 }
@@ -102,14 +114,14 @@ func refused(v *Verdict) Verdict {
 	return out
 }
 
-// putEnvelope writes the envelope of c: the arguments as aegis lets them
+// prepareEnvelope encodes the envelope of c: the arguments as aegis lets them
 // through (v.Arguments, which an ask holds too: what an approval would
 // forward, the arguments its args_hash is of) or, for a refused call, as
 // the model wrote them; redacted either way. Only an allowed call is
 // forwarded: an ask waits for a person (and `aegis run`, which cannot ask
 // yet, refuses it), so its envelope does not say forwarded although it has
 // arguments to forward.
-func (r *Recorder) putEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Digest, error) {
+func (r *Recorder) prepareEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Prepared, error) {
 	a := c.Arguments
 	if v.Arguments != nil {
 		a = v.Arguments
@@ -118,7 +130,7 @@ func (r *Recorder) putEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Dige
 	if r.Redact != nil {
 		a, reds = r.Redact(a)
 	}
-	return r.Envelopes.Put(&envelope.Record{
+	return r.Envelopes.Prepare(&envelope.Record{
 		Time: at, Session: c.Session, Principal: c.Principal,
 		Server: c.Server, Tool: c.Tool,
 		Forwarded: v.Effect == policy.Allow,
