@@ -258,7 +258,7 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 	if err != nil {
 		return proxy.Verdict{}, err
 	}
-	if g.logger.Enabled(ctx, slog.LevelInfo) { // not by default: spare the arguments
+	if g.logger.Enabled(ctx, slog.LevelInfo) { // off by default: build the record only when logged
 		g.logger.Info("decision", "tool", c.Tool, "decision", v.Effect.String())
 	}
 	switch v.Effect {

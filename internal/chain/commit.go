@@ -109,9 +109,9 @@ func (l *Log) start() {
 // joined it first, while nobody else was committing: an Append alone (a
 // proxy's one call at a time) is written, fsynced and answered without
 // waking another goroutine, and without waiting for a signature: its batch
-// ends with an ack line, signed later (ack.go). The appenders that join during its fsync are handed to the
-// writer rather than committed here, so that this appender returns after
-// one commit.
+// ends with an ack line, signed later (ack.go). The appenders that join
+// during its fsync are handed to the writer rather than committed here, so
+// that this appender returns after one commit.
 func (l *Log) lead() {
 	l.mu.Lock()
 	b := l.take()
@@ -171,29 +171,19 @@ func (l *Log) write() {
 				l.commit(b, true)
 			}
 			l.answer(b)
-			if l.unsigned {
-				l.signTip(true) // a failure fails the log, which Close returns
-			} else if l.dirty && l.failed.Load() == nil {
-				if err := l.f.Sync(); err != nil {
-					l.fail(fmt.Errorf("fsync: %w", err))
-				}
-			}
+			l.signTip(true) // a failure fails the log, which Close returns
 			l.closeErr = l.f.Close()
 			return
 		}
 		l.mu.Lock()
 		handed := l.owner == ownWriter
-		idle := len(l.pending.res) == 0
-		wanted := l.signWanted
-		l.signWanted = false
 		l.mu.Unlock()
 		if !handed {
 			continue // not the writer's to commit (cannot happen)
 		}
-		if idle && wanted && l.unsigned {
-			// The sign timer fired during an appender's commit.
-			l.signTip(false)
-		}
+		// A sign request (the timer fired during an appender's commit) is
+		// met by the next commit, past the delay, or by gather when none
+		// is pending.
 		for last := 0; ; {
 			b := l.gather(last)
 			if b == nil {
@@ -234,8 +224,8 @@ func (l *Log) gather(last int) *batch {
 		if n >= last || n >= l.batch || turns == 4 || n == seen && turns > 1 {
 			if n == 0 {
 				if l.signWanted && l.unsigned {
-					// The sign timer fired during the writer's commits,
-					// which did not reach the delay: sign before leaving.
+					// The sign timer fired during a commit that did not
+					// reach the delay: sign before leaving.
 					l.signWanted = false
 					l.mu.Unlock()
 					l.signTip(false)
@@ -297,11 +287,9 @@ func (l *Log) commit(b *batch, final bool) {
 	if l.size >= l.segSize {
 		// A segment ends with a checkpoint, durable before the next
 		// segment exists.
-		if l.unsigned || l.dirty {
-			if err := l.signTip(true); err != nil {
-				b.err = err
-				return
-			}
+		if err := l.signTip(true); err != nil {
+			b.err = err
+			return
 		}
 		if err := l.f.Close(); err != nil {
 			b.err = l.fail(err)
