@@ -19,13 +19,17 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aegis-mcp/aegis/internal/proxy"
 )
 
 // The latency aegis adds to one tools/call, end to end: the official Go SDK
-// client calls read_file of the bundled demo server directly, through a
-// process that only copies bytes, and through `aegis run` with the whole
-// pipeline (decode, checks, derive, decide, the chain entry, the envelope);
-// calls alternate, so every path sees the same machine.
+// client calls read_file of the bundled demo server directly; through a
+// process that only copies bytes, in C (c-copy, the floor of any process in
+// the middle) and in Go (copy); through aegis's relay alone, its gate
+// letting every call through (relay); and through `aegis run` with the
+// whole pipeline (decode, checks, derive, decide, the chain entry, the
+// envelope). Calls alternate, so every path sees the same machine.
 
 const latencyConfig = `version: 1
 home: @HOME@
@@ -59,12 +63,28 @@ const baselineBinary = "AEGIS_BENCH_BASELINE"
 // that starts the command in its arguments and copies bytes both ways.
 const copyRole = "AEGIS_E2E_COPY"
 
+// relayRole makes the test binary, run with this variable set, aegis's
+// relay alone: the client's stdio and the command in its arguments wired
+// as `aegis run` wires them (the server's stderr kept in a log under the
+// directory it names), with a gate that lets every call through at once —
+// no check, no envelope, no chain entry. What `aegis run` adds beyond it is
+// the gate's.
+const relayRole = "AEGIS_E2E_RELAY"
+
+// quietServer names an environment variable that, set to 1, runs the demo
+// server with --quiet: no stderr line per call for the middle process to
+// relay and log.
+const quietServer = "AEGIS_BENCH_QUIET"
+
 // benchPaths names an environment variable that may hold a comma-separated
 // list of the paths to measure (direct is always measured): a profile of
 // one path need not wait for the others.
 const benchPaths = "AEGIS_BENCH_PATHS"
 
 func init() {
+	if os.Getenv(relayRole) != "" {
+		os.Exit(relayOnly(strings.Split(os.Getenv(relayRole), "\x1f")))
+	}
 	if os.Getenv(copyRole) == "" {
 		return
 	}
@@ -80,6 +100,44 @@ func init() {
 	io.Copy(os.Stdout, out)
 	cmd.Wait()
 	os.Exit(0)
+}
+
+// relayOnly runs proxy.Run as `aegis run` does (cmd/aegis/run.go), with
+// args[0] the directory of the stderr log and args[1:] the server, and a
+// gate that forwards every call; it returns the exit code.
+func relayOnly(args []string) int {
+	in, out, closeStdio := proxy.ClientStdio(os.Stdin, os.Stdout)
+	defer closeStdio()
+	cmd := exec.Command(args[1], args[2:]...)
+	err := proxy.Run(context.Background(), in, out, cmd, forwardAll{}, &proxy.Options{
+		StderrLog: filepath.Join(args[0], "relay.stderr.log"),
+		Stderr:    os.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "relay:", err)
+		return 1
+	}
+	return 0
+}
+
+type forwardAll struct{}
+
+func (forwardAll) Call(context.Context, *proxy.Call) (proxy.Verdict, error) {
+	return proxy.Verdict{Forward: true}, nil
+}
+
+// cCopier builds testdata/ccopy.c into dir with the system's C compiler
+// and returns its path, or "" where there is no compiler.
+func cCopier(b *testing.B, dir string) string {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		return ""
+	}
+	bin := filepath.Join(dir, "ccopy")
+	if out, err := exec.Command(cc, "-O2", "-o", bin, filepath.Join("testdata", "ccopy.c")).CombinedOutput(); err != nil {
+		b.Fatalf("building testdata/ccopy.c: %v\n%s", err, out)
+	}
+	return bin
 }
 
 type latencyPath struct {
@@ -133,13 +191,20 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	server := []string{serverBin, "demo-server", "--root", root}
+	if os.Getenv(quietServer) == "1" {
+		server = append(server, "--quiet")
+	}
 	env := baseEnv(root, filepath.Join(dir, "state"))
 	run := aegisRun(filepath.Join(dir, "aegis.yaml"), "demo", server...)
 	paths := []*latencyPath{
 		{name: "direct", argv: server, env: env},
 		{name: "copy", argv: []string{os.Args[0], "-test.run=^$"}, env: append(slices.Clone(env), copyRole+"="+strings.Join(server, "\x1f"))},
+		{name: "relay", argv: []string{os.Args[0], "-test.run=^$"}, env: append(slices.Clone(env), relayRole+"="+strings.Join(append([]string{dir}, server...), "\x1f"))},
 		{name: "shm", argv: run, env: baseEnv(root, shm)},
 		{name: "disk", argv: run, env: env},
+	}
+	if bin := cCopier(b, dir); bin != "" {
+		paths = append(paths, &latencyPath{name: "c-copy", argv: append([]string{bin}, server...), env: env})
 	}
 	// A second aegis binary, for a before/after comparison in one run: its
 	// path runs beside the others with its own state on tmpfs.
@@ -219,7 +284,7 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 	// through the official Go SDK over stdio, 270-340 µs there), so the
 	// budget (50 µs added) is also 0.15-0.19x the direct round trip of the
 	// same run, whatever this machine's speed: x-direct-* report that ratio.
-	for _, name := range []string{"copy", "shm", "disk", "base-shm"} {
+	for _, name := range []string{"c-copy", "copy", "relay", "shm", "disk", "base-shm"} {
 		if _, ok := med[name]; !ok {
 			continue
 		}

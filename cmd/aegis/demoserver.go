@@ -16,10 +16,15 @@ func cmdDemoServer(argv []string, stdin io.Reader, stdout, stderr io.Writer) err
 	fs := newFlags("demo-server", stderr)
 	root := fs.String("root", ".", "the `directory` read_file serves")
 	updated := fs.Bool("updated", false, "serve a later version whose read_file takes one more argument (to show tool pinning)")
+	quiet := fs.Bool("quiet", false, "write no line to stderr per tool call")
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
-		return usageError(stderr, "usage: aegis demo-server [--root DIR] [--updated]")
+		return usageError(stderr, "usage: aegis demo-server [--root DIR] [--updated] [--quiet]")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return demoserver.Run(ctx, stdin, stdout, &demoserver.Options{Root: *root, CallLog: stderr, Updated: *updated})
+	opts := &demoserver.Options{Root: *root, CallLog: stderr, Updated: *updated}
+	if *quiet {
+		opts.CallLog = nil
+	}
+	return demoserver.Run(ctx, stdin, stdout, opts)
 }
