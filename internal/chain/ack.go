@@ -46,6 +46,10 @@ const ackKeyDomain = "aegis.chain.ack-key.v1\x00"
 // acker makes and checks the MACs of ack lines.
 type acker struct {
 	mac hash.Hash
+	// msg and out are sum's message and MAC, kept here so that passing
+	// them to mac, an interface, allocates nothing.
+	msg [len(AckDomain) + 8 + 32]byte
+	out [sha256.Size]byte
 }
 
 // newAcker returns the acker of priv's chain: its MAC key is
@@ -59,14 +63,13 @@ func newAcker(priv ed25519.PrivateKey) *acker {
 
 // sum returns the MAC of (seq, h).
 func (a *acker) sum(seq uint64, h Digest) (out [sha256.Size]byte) {
-	var m [len(AckDomain) + 8 + 32]byte
-	copy(m[:], AckDomain)
+	m := a.msg[:]
+	copy(m, AckDomain)
 	binary.BigEndian.PutUint64(m[len(AckDomain):], seq)
 	copy(m[len(AckDomain)+8:], h[:])
 	a.mac.Reset()
-	a.mac.Write(m[:])
-	a.mac.Sum(out[:0])
-	return out
+	a.mac.Write(m)
+	return [sha256.Size]byte(a.mac.Sum(a.out[:0]))
 }
 
 // make returns the ack of (seq, h).

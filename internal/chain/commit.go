@@ -60,6 +60,9 @@ type batch struct {
 	buf  []byte   // the stored lines of its entries, then the checkpoint's
 	res  []result // of its entries, in order
 	err  error    // set instead of committing, to answer with
+	// done is closed when the batch is answered. It is made (under
+	// Log.mu) for the first appender that waits on it, so the batch of an
+	// Append alone, which its appender commits, makes none.
 	done chan struct{}
 	// refs counts the appenders that have yet to read their results, and
 	// the committer; the last to let go puts the batch back in the pool.
@@ -71,9 +74,17 @@ var batches = sync.Pool{New: func() any { return new(batch) }}
 // newBatch returns an empty batch, its reference held by its committer.
 func newBatch() *batch {
 	b := batches.Get().(*batch)
-	b.done = make(chan struct{})
 	b.refs.Store(1)
 	return b
+}
+
+// waitable makes b's done channel, for an appender about to wait on it. The
+// caller holds Log.mu, and b is pending, or still its lead's: nobody has
+// answered it.
+func (b *batch) waitable() {
+	if b.done == nil {
+		b.done = make(chan struct{})
+	}
 }
 
 // release drops a reference to b; the last one returns b to the pool.
@@ -376,7 +387,9 @@ func (l *Log) tailSigned() {
 // answer wakes the appenders of b, committed or failed, all at once, and
 // lets go of the committer's reference to it.
 func (l *Log) answer(b *batch) {
-	close(b.done)
+	if b.done != nil { // nil: nobody waits
+		close(b.done)
+	}
 	b.release()
 }
 

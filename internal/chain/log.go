@@ -301,7 +301,11 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 		return 0, hash, err
 	}
 	if lead && ctx.Err() != nil {
-		// Given up already: leave the batch to the writer.
+		// Given up already: leave the batch to the writer, and wait on it
+		// as the appenders who joined it do.
+		l.mu.Lock()
+		b.waitable()
+		l.mu.Unlock()
 		l.handOff()
 		lead = false
 	}
@@ -380,6 +384,8 @@ func (l *Log) join(ctx context.Context, r *request) (b *batch, i int, lead bool,
 		// Nobody is committing, so the pending batch was empty: this
 		// appender commits it. Otherwise the committer takes it next.
 		l.owner, lead = ownAppender, true
+	} else {
+		b.waitable()
 	}
 	l.mu.Unlock()
 	return b, i, lead, nil

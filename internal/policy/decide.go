@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strconv"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 )
@@ -153,7 +155,20 @@ func (d Decision) Reason() string {
 			return d.explainCap(i, v, v.Effect, v.Rule)
 		}
 	}
-	s := d.explainAction(d.action, Allow, d.action.Rule)
+	return d.allowReason()
+}
+
+// allowReason explains an allow: the action rule's, and how many
+// capabilities are allowed. A call allowed once is typically allowed again
+// by the same rules, so the last reason of each rule is kept (saidCache)
+// and reused while it says the same.
+func (d Decision) allowReason() string {
+	r := d.action.Rule
+	slot := &saidCache[uintptr(unsafe.Pointer(r))/64%uintptr(len(saidCache))]
+	if m := slot.Load(); m != nil && m.rule == r && m.same(r, d.req, d.n) {
+		return m.said
+	}
+	s := d.explainAction(d.action, Allow, r)
 	switch d.n {
 	case 0:
 	case 1:
@@ -161,8 +176,33 @@ func (d Decision) Reason() string {
 	default:
 		s += fmt.Sprintf(", and its %d capabilities are allowed", d.n)
 	}
+	if r != nil {
+		slot.Store(&said{rule: r, of: *r, server: d.req.Server, tool: d.req.Tool, n: d.n, said: s})
+	}
 	return s
 }
+
+// said is an allow's reason, and all it was built from: the rule, by
+// address and by the fields its reason quotes (a caller may change a Rule
+// it was given), the call's server and tool, and the number of
+// capabilities.
+type said struct {
+	rule         *Rule
+	of           Rule
+	server, tool string
+	n            int
+	said         string
+}
+
+func (m *said) same(r *Rule, q *Request, n int) bool {
+	return m.n == n && m.server == q.Server && m.tool == q.Tool &&
+		m.of.ID == r.ID && m.of.File == r.File && m.of.Line == r.Line && m.of.Reason == r.Reason && m.of.Mode == r.Mode
+}
+
+// saidCache holds the last allow reason built, by rule, in a slot chosen
+// by the rule's address; a slot keeps one rule of a replaced policy alive
+// at most.
+var saidCache [64]atomic.Pointer[said]
 
 // ShadowReason explains what shadow rules would change, or returns "" when
 // Would equals Effect: `shadow rule "x" (policy.yaml:9) denies ...`.

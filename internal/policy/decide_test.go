@@ -3,6 +3,7 @@ package policy
 import (
 	"crypto/sha256"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -435,5 +436,66 @@ func TestHash(t *testing.T) {
 	// An empty policy denies everything.
 	if got := a.Decide(req("fs", "read_file")).Effect(); got != Deny {
 		t.Errorf("empty policy: %s", got)
+	}
+}
+
+// TestAllowReasonReused holds the allow reasons kept for reuse (saidCache)
+// to the ones built afresh, through calls that share a rule and differ in
+// each thing the reason quotes, and through a rule changed by its holder.
+func TestAllowReasonReused(t *testing.T) {
+	s := fixture(t, "matchers.yaml")
+	fresh := func(q *Request) string {
+		t.Helper()
+		d := s.Decide(q)
+		if d.Effect() != Allow {
+			t.Fatalf("%s/%s: %s, want allow", q.Server, q.Tool, d.Effect())
+		}
+		saidCache = [len(saidCache)]atomic.Pointer[said]{}
+		return d.Reason()
+	}
+	// Neighbours differ in one thing each: the number of capabilities,
+	// the tool, the server.
+	reqs := []*Request{
+		req("fs", "read_file", fsRead("/home/a/x")),
+		req("fs", "read_file", fsRead("/home/a/x"), fsRead("/home/a/y")),
+		req("fs", "read_file"),
+		req("fs", "read_text_file"),
+		req("fs", "read_file", fsRead("/home/a/x")),
+		req("web", "fetch"),
+		req("mail", "fetch"),
+		req("web", "fetch"),
+	}
+	wants := make([]string, len(reqs))
+	for i, q := range reqs {
+		wants[i] = fresh(q)
+	}
+	// Each request after the first finds the reason its predecessor kept.
+	for round := range 2 {
+		for i, q := range reqs {
+			for range 2 { // builds and keeps, or reuses; then reuses
+				if got := s.Decide(q).Reason(); got != wants[i] {
+					t.Errorf("round %d, request %d: Reason() = %q, want %q", round, i, got, wants[i])
+				}
+			}
+		}
+	}
+	// A holder changes the rule it was given: the next reason says so.
+	q := reqs[0]
+	d := s.Decide(q)
+	_ = d.Reason()
+	r := d.Action().Rule
+	old := *r
+	defer func() { *r = old }()
+	for _, change := range []func(){
+		func() { r.ID = "renamed" },
+		func() { r.File = "other.yaml" },
+		func() { r.Line++ },
+		func() { r.Reason = "changed" },
+		func() { r.Mode = Shadow },
+	} {
+		change()
+		if got := s.Decide(q).Reason(); got != ruleSays(r, Allow, `tool "read_file" on server "fs"`)+", and its capability is allowed" {
+			t.Errorf("after a change to the rule: Reason() = %q", got)
+		}
 	}
 }
