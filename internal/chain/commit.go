@@ -57,9 +57,9 @@ import (
 // it under Log.mu; after the committer takes it, it belongs to the
 // committer until done is closed, and then its results to the appenders.
 type batch struct {
-	buf  []byte   // the stored lines of its entries, then the checkpoint's
-	res  []result // of its entries, in order
-	err  error    // set instead of committing, to answer with
+	buf []byte   // the stored lines of its entries, then the checkpoint's
+	res []result // of its entries, in order
+	err error    // set instead of committing, to answer with
 	// done is closed when the batch is answered. It is made (under
 	// Log.mu) for the first appender that waits on it, so the batch of an
 	// Append alone, which its appender commits, makes none.
