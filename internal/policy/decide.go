@@ -164,7 +164,7 @@ func (d Decision) Reason() string {
 // and reused while it says the same.
 func (d Decision) allowReason() string {
 	r := d.action.Rule
-	slot := &saidCache[uintptr(unsafe.Pointer(r))/64%uintptr(len(saidCache))]
+	slot := &saidCache[saidSlot(r)]
 	if m := slot.Load(); m != nil && m.rule == r && m.same(r, d.req, d.n) {
 		return m.said
 	}
@@ -202,7 +202,17 @@ func (m *said) same(r *Rule, q *Request, n int) bool {
 // saidCache holds the last allow reason built, by rule, in a slot chosen
 // by the rule's address; a slot keeps one rule of a replaced policy alive
 // at most.
-var saidCache [64]atomic.Pointer[said]
+var saidCache [1 << saidBits]atomic.Pointer[said]
+
+// saidBits is log2 of saidCache's slots. A slot is chosen by a
+// multiplicative hash of the rule's address: the address alone, divided
+// by anything, would leave slots unused for a Rule's size class.
+const saidBits = 6
+
+// saidSlot is the slot of saidCache that r's reasons take.
+func saidSlot(r *Rule) uint64 {
+	return uint64(uintptr(unsafe.Pointer(r))) * 0x9e3779b97f4a7c15 >> (64 - saidBits)
+}
 
 // ShadowReason explains what shadow rules would change, or returns "" when
 // Would equals Effect: `shadow rule "x" (policy.yaml:9) denies ...`.

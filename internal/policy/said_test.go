@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"unsafe"
 )
 
 // saidPolicies are policies whose allow rules look alike: the same ID in
@@ -315,5 +314,5 @@ func TestAllowReasonRuleKeptAlive(t *testing.T) {
 
 // slotOf is the slot of saidCache that r's reason goes in.
 func slotOf(r *Rule) uintptr {
-	return uintptr(unsafe.Pointer(r)) / 64 % uintptr(len(saidCache))
+	return uintptr(saidSlot(r))
 }
