@@ -292,6 +292,13 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 		b.ReportMetric(micros(added), "µs-added-"+name)
 		b.ReportMetric(float64(added)/float64(med["direct"]), "x-direct-"+name)
 	}
+	// What aegis's gate adds (the check, the envelope, the durable entry):
+	// aegis run less its relay alone, in the same run.
+	if _, ok := med["relay"]; ok {
+		if _, ok := med["shm"]; ok {
+			b.ReportMetric(micros(med["shm"]-med["relay"]), "µs-gate-shm")
+		}
+	}
 	b.ReportMetric(micros(median(fsyncs)), "µs-fsync")
 }
 
