@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 )
@@ -200,18 +199,18 @@ func (m *said) same(r *Rule, q *Request, n int) bool {
 }
 
 // saidCache holds the last allow reason built, by rule, in a slot chosen
-// by the rule's address; a slot keeps one rule of a replaced policy alive
-// at most.
+// by where the rule is written (saidSlot); a slot keeps one rule of a
+// replaced policy alive at most.
 var saidCache [1 << saidBits]atomic.Pointer[said]
 
-// saidBits is log2 of saidCache's slots. A slot is chosen by a
-// multiplicative hash of the rule's address: the address alone, divided
-// by anything, would leave slots unused for a Rule's size class.
+// saidBits is log2 of saidCache's slots.
 const saidBits = 6
 
-// saidSlot is the slot of saidCache that r's reasons take.
+// saidSlot is the slot of saidCache that r's reasons take: a
+// multiplicative hash of where the rule is written, which sets the rules of
+// one policy apart (the package does no I/O, and takes no addresses).
 func saidSlot(r *Rule) uint64 {
-	return uint64(uintptr(unsafe.Pointer(r))) * 0x9e3779b97f4a7c15 >> (64 - saidBits)
+	return (uint64(r.Line)<<16 ^ uint64(r.Col)) * 0x9e3779b97f4a7c15 >> (64 - saidBits)
 }
 
 // ShadowReason explains what shadow rules would change, or returns "" when
