@@ -163,9 +163,12 @@ func (d Decision) Reason() string {
 // and reused while it says the same.
 func (d Decision) allowReason() string {
 	r := d.action.Rule
-	slot := &saidCache[saidSlot(r)]
-	if m := slot.Load(); m != nil && m.rule == r && m.same(r, d.req, d.n) {
-		return m.said
+	var slot *atomic.Pointer[said]
+	if r != nil { // nil: a reason no rule gives, never kept
+		slot = &saidCache[saidSlot(r)]
+		if m := slot.Load(); m != nil && m.rule == r && m.same(r, d.req, d.n) {
+			return m.said
+		}
 	}
 	s := d.explainAction(d.action, Allow, r)
 	switch d.n {
@@ -175,7 +178,7 @@ func (d Decision) allowReason() string {
 	default:
 		s += fmt.Sprintf(", and its %d capabilities are allowed", d.n)
 	}
-	if r != nil {
+	if slot != nil {
 		slot.Store(&said{rule: r, of: *r, server: d.req.Server, tool: d.req.Tool, n: d.n, said: s})
 	}
 	return s

@@ -499,3 +499,12 @@ func TestAllowReasonReused(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowReasonWithoutRule: a decision Reason explains as an allow with
+// no action rule (no rule reached it) says so, and keeps nothing.
+func TestAllowReasonWithoutRule(t *testing.T) {
+	d := Decision{effect: Allow, req: &Request{Server: "fs", Tool: "read_file", Bound: true}}
+	if got, want := d.Reason(), `no rule allows tool "read_file" on server "fs"`; got != want {
+		t.Errorf("Reason() = %q, want %q", got, want)
+	}
+}
