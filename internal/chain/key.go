@@ -24,15 +24,55 @@ const (
 	PublicKeyFile = "chain.pub"
 )
 
-// loadOrCreateKey returns the directory's signing key, creating it when the
-// directory holds neither a key nor a chain. It refuses a key file others
-// can read, a chain without its key, and a chain.pub of another key.
-func loadOrCreateKey(dir string, haveSegments bool) (ed25519.PrivateKey, error) {
+// loadKey returns the signing key kept in keyDir for the chain in dir
+// (keyDir is dir unless the chain shares another chain's key), creating it
+// when keyDir holds no key and neither directory holds a chain. It holds
+// keyDir's key lock meanwhile, so that writers opening chains that share
+// one key at the same moment create it once. It refuses a key file others
+// can read, a chain without its key, and a chain.pub of another key in
+// either directory; a chain that shares a key gets a copy of chain.pub.
+func loadKey(dir, keyDir string, haveSegments bool) (ed25519.PrivateKey, error) {
+	if keyDir != dir {
+		if err := os.MkdirAll(keyDir, 0o700); err != nil {
+			return nil, fmt.Errorf("chain: %w", err)
+		}
+	}
+	unlock, err := lockKey(keyDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	holder := ""
+	if haveSegments {
+		holder = dir
+	}
+	if keyDir != dir && holder == "" {
+		segs, err := listSegments(keyDir)
+		if err != nil {
+			return nil, err
+		}
+		if len(segs) > 0 {
+			holder = keyDir
+		}
+	}
+	priv, err := loadOrCreateKey(keyDir, holder)
+	if err != nil || keyDir == dir {
+		return priv, err
+	}
+	if err := checkPublicCopy(dir, marshalPublicKey(priv.Public().(ed25519.PublicKey)), filepath.Join(keyDir, PrivateKeyFile)); err != nil {
+		return nil, err
+	}
+	return priv, nil
+}
+
+// loadOrCreateKey returns the signing key in dir, creating it when dir
+// holds no key and holder, the directory of a chain signed by it, is "".
+func loadOrCreateKey(dir, holder string) (ed25519.PrivateKey, error) {
 	keyPath := filepath.Join(dir, PrivateKeyFile)
 	fi, err := os.Stat(keyPath)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && haveSegments:
-		return nil, fmt.Errorf("chain: %s is missing but %s holds a chain: refusing to start a second key", keyPath, dir)
+	case errors.Is(err, fs.ErrNotExist) && holder != "":
+		return nil, fmt.Errorf("chain: %s is missing but %s holds a chain: refusing to start a second key", keyPath, holder)
 	case errors.Is(err, fs.ErrNotExist):
 		return createKey(dir)
 	case err != nil:
@@ -49,20 +89,28 @@ func loadOrCreateKey(dir string, haveSegments bool) (ed25519.PrivateKey, error) 
 	if err != nil {
 		return nil, fmt.Errorf("chain: %s: %w", keyPath, err)
 	}
-	pubPEM := marshalPublicKey(priv.Public().(ed25519.PublicKey))
+	if err := checkPublicCopy(dir, marshalPublicKey(priv.Public().(ed25519.PublicKey)), keyPath); err != nil {
+		return nil, err
+	}
+	return priv, nil
+}
+
+// checkPublicCopy restores dir's chain.pub, the public half of the key in
+// keyPath, if it is missing, and refuses one of another key.
+func checkPublicCopy(dir string, pubPEM []byte, keyPath string) error {
 	pubPath := filepath.Join(dir, PublicKeyFile)
 	have, err := os.ReadFile(pubPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := writeFileSync(dir, PublicKeyFile, pubPEM, 0o644); err != nil {
-			return nil, fmt.Errorf("chain: restoring %s: %w", pubPath, err)
+			return fmt.Errorf("chain: restoring %s: %w", pubPath, err)
 		}
 	case err != nil:
-		return nil, fmt.Errorf("chain: reading public key: %w", err)
+		return fmt.Errorf("chain: reading public key: %w", err)
 	case !bytes.Equal(have, pubPEM):
-		return nil, fmt.Errorf("chain: %s is not the public key of %s", pubPath, keyPath)
+		return fmt.Errorf("chain: %s is not the public key of %s", pubPath, keyPath)
 	}
-	return priv, nil
+	return nil
 }
 
 func createKey(dir string) (ed25519.PrivateKey, error) {

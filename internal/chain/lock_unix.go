@@ -22,7 +22,7 @@ func lockDir(dir string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("chain: %s is in use by another writer", dir)
+			return nil, fmt.Errorf("chain: %s is %w", dir, ErrInUse)
 		}
 		return nil, fmt.Errorf("chain: locking %s: %w", dir, err)
 	}
@@ -30,3 +30,24 @@ func lockDir(dir string) (*os.File, error) {
 }
 
 func unlockDir(f *os.File) { f.Close() } // closing releases the flock
+
+// lockKey takes the key lock of dir, a lock on the directory itself, and
+// returns its release. Unlike the writer's lock it waits: it is held only
+// while a key is read or created.
+func lockKey(dir string) (func(), error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("chain: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("chain: locking the key in %s: %w", dir, err)
+	}
+	return func() { d.Close() }, nil
+}

@@ -18,6 +18,9 @@ import (
 // ErrClosed is returned by Append on a Log that has been closed.
 var ErrClosed = errors.New("chain: log closed")
 
+// ErrInUse is what Open's error is when another writer holds the chain.
+var ErrInUse = errors.New("in use by another writer")
+
 // Options configure Open. The zero value is the default.
 type Options struct {
 	// SegmentSize is the size in bytes after which the next batch starts a
@@ -27,6 +30,12 @@ type Options struct {
 	MaxBatch int
 	// Logger receives recovery events. Nil means slog.Default().
 	Logger *slog.Logger
+	// KeyDir is the directory of the signing key (chain.key, chain.pub),
+	// when the chain shares the key of the chain in KeyDir; the chain's
+	// own directory then holds a copy of chain.pub. Empty means the
+	// chain's own directory. Writers that share a key may open their
+	// chains at the same moment: the key is created once.
+	KeyDir string
 
 	// wrap lets tests inject write and fsync failures.
 	wrap func(segmentFile) segmentFile
@@ -47,6 +56,7 @@ type segmentFile interface {
 // write and fsync.
 type Log struct {
 	dir     string
+	keyDir  string
 	segSize int64
 	batch   int
 	logger  *slog.Logger
@@ -122,7 +132,9 @@ var requests = sync.Pool{New: func() any {
 
 // Open opens the chain in dir for appending, creating the directory, the
 // signing key (chain.key, mode 0600) and its public half (chain.pub) if
-// they do not exist.
+// they do not exist (in opts.KeyDir when it is set). While another Log, in
+// this process or another, holds dir, Open fails with an error that is
+// [ErrInUse].
 //
 // Open recovers from a crash: it verifies the last segment, keeps and signs
 // the entries up to its last ack line (acknowledged, not yet signed) and
@@ -143,6 +155,10 @@ func Open(dir string, opts *Options) (*Log, error) {
 		logger:  opts.Logger,
 		wrap:    opts.wrap,
 		h:       newHasher(),
+		keyDir:  opts.KeyDir,
+	}
+	if l.keyDir == "" {
+		l.keyDir = dir
 	}
 	if l.segSize <= 0 {
 		l.segSize = 64 << 20
@@ -183,7 +199,7 @@ func (l *Log) open() error {
 	if err != nil {
 		return err
 	}
-	l.priv, err = loadOrCreateKey(l.dir, len(segs) > 0)
+	l.priv, err = loadKey(l.dir, l.keyDir, len(segs) > 0)
 	if err != nil {
 		return err
 	}
