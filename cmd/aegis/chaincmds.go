@@ -10,48 +10,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
-	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
-	"github.com/aegis-mcp/aegis/internal/config"
 )
-
-// chainDir resolves the chain a command reads: --chain DIR, else the chain
-// of --server NAME in the state directory, else the only chain there.
-func chainDir(dir, server string) (string, error) {
-	if dir != "" {
-		return dir, nil
-	}
-	state, err := stateDir()
-	if err != nil {
-		return "", err
-	}
-	root := filepath.Join(state, "chain")
-	if server != "" {
-		if err := config.CheckServerName(server); err != nil {
-			return "", err
-		}
-		return filepath.Join(root, server), nil
-	}
-	ents, err := os.ReadDir(root)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", err
-	}
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	switch len(names) {
-	case 0:
-		return "", fmt.Errorf("no chain in %s: nothing has been recorded yet (or pass --chain DIR)", root)
-	case 1:
-		return filepath.Join(root, names[0]), nil
-	}
-	return "", fmt.Errorf("%s holds the chains of %d servers (%s): say which with --server NAME", root, len(names), strings.Join(names, ", "))
-}
 
 func loadKey(path string) (ed25519.PublicKey, error) {
 	b, err := os.ReadFile(path)
@@ -78,13 +39,14 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
 		return usageError(stderr, "usage: aegis verify [--chain DIR | --server NAME] [--key FILE] [--all] [--private-key FILE]")
 	}
-	dir, err := chainDir(*dirFlag, *server)
+	_, lanes, err := chainLanes(*dirFlag, *server)
 	if err != nil {
 		return err
 	}
 	keyPath := *keyFlag
 	if keyPath == "" {
-		keyPath = filepath.Join(dir, chain.PublicKeyFile)
+		// The first lane's: every lane of a server is signed by its key.
+		keyPath = filepath.Join(lanes[0].dir, chain.PublicKeyFile)
 	}
 	pub, err := loadKey(keyPath)
 	if err != nil {
@@ -101,15 +63,38 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 		}
 	}
 	debug.SetGCPercent(400) // one pass over every byte, keeping little
+	status := 0
+	for i, ln := range lanes {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		st, err := verifyLane(ln.dir, pub, opts, stdout)
+		if err != nil {
+			return err
+		}
+		// Altered anywhere (1) outweighs cut short (3).
+		if st == 1 || status == 0 {
+			status = st
+		}
+	}
+	if status != 0 {
+		return exitError{status}
+	}
+	return nil
+}
+
+// verifyLane verifies the chain in dir and reports it; its status is
+// verify's exit status for that chain alone.
+func verifyLane(dir string, pub ed25519.PublicKey, opts *chain.VerifyOptions, stdout io.Writer) (int, error) {
 	rep, err := chain.VerifyWith(dir, pub, opts)
 	var be *chain.BreakError
 	switch {
 	case errors.As(err, &be):
-		fmt.Fprintf(stdout, "TAMPERED: %s\n", be)
+		fmt.Fprintf(stdout, "chain %s\nTAMPERED: %s\n", dir, be)
 		fmt.Fprintf(stdout, "verified before the break: %d entries\n", rep.Entries)
-		return exitError{1}
+		return 1, nil
 	case err != nil:
-		return err
+		return 0, err
 	}
 	fmt.Fprintf(stdout, "chain %s\nkey %s\n", dir, chain.KeyID(pub))
 	fmt.Fprintf(stdout, "%d entries, %d signed by %d checkpoints, %d segments, %d bytes\n",
@@ -124,10 +109,10 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 		case rep.Acked > 0:
 			fmt.Fprintf(stdout, "an ack line claims the entries up to seq %d were acknowledged by the writer (it signs them within 20 ms while it runs, or when it restarts); --private-key checks that claim\n", rep.Acked)
 		}
-		return exitError{3}
+		return 3, nil
 	}
 	fmt.Fprintln(stdout, "OK")
-	return nil
+	return 0, nil
 }
 
 // cmdLog prints the most recent decisions.
@@ -140,32 +125,47 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
 		return usageError(stderr, "usage: aegis log [--chain DIR | --server NAME] [-n N] [--json]")
 	}
-	dir, err := chainDir(*dirFlag, *server)
+	_, lanes, err := chainLanes(*dirFlag, *server)
 	if err != nil {
 		return err
 	}
-	var ring []*chain.Entry
-	err = chain.Scan(dir, func(e *chain.Entry) error {
-		c := *e
-		ring = append(ring, &c)
-		if *n > 0 && len(ring) > *n {
-			ring = ring[1:]
+	// The last n of each lane, then the last n of those by time.
+	var recent []laneEntry
+	for _, ln := range lanes {
+		var ring []laneEntry
+		err = chain.Scan(ln.dir, func(e *chain.Entry) error {
+			c := *e
+			ring = append(ring, laneEntry{ln, &c})
+			if *n > 0 && len(ring) > *n {
+				ring = ring[1:]
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		recent = append(recent, ring...)
 	}
-	for _, e := range ring {
+	sort.SliceStable(recent, func(i, j int) bool { return recent[i].e.Time.Before(recent[j].e.Time) })
+	if *n > 0 && len(recent) > *n {
+		recent = recent[len(recent)-*n:]
+	}
+	for _, le := range recent {
+		e := le.e
 		if *asJSON {
 			b, err := json.Marshal(e)
 			if err != nil {
 				return err
 			}
+			if le.lane.n > 1 {
+				// The entry as stored, and the lane that tells its
+				// seq from lane 1's.
+				b = fmt.Appendf(b[:len(b)-1], `,"lane":%d}`, le.lane.n)
+			}
 			fmt.Fprintf(stdout, "%s\n", b)
 			continue
 		}
-		fmt.Fprintf(stdout, "%6d %s %-5s %s/%s %s", e.Seq, e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
+		fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.seq(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
 		if e.Mode == chain.Shadow {
 			fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
 		}
@@ -178,6 +178,12 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// A laneEntry is an entry and the lane it is in.
+type laneEntry struct {
+	lane lane
+	e    *chain.Entry
+}
+
 // cmdKey prints the chain's public key, to keep a copy apart from the chain.
 func cmdKey(argv []string, stdout, stderr io.Writer) error {
 	fs := newFlags("key", stderr)
@@ -186,11 +192,12 @@ func cmdKey(argv []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
 		return usageError(stderr, "usage: aegis key [--chain DIR | --server NAME]")
 	}
-	dir, err := chainDir(*dirFlag, *server)
+	_, lanes, err := chainLanes(*dirFlag, *server)
 	if err != nil {
 		return err
 	}
-	pub, err := loadKey(filepath.Join(dir, chain.PublicKeyFile))
+	// Every lane of a server is signed by the first lane's key.
+	pub, err := loadKey(filepath.Join(lanes[0].dir, chain.PublicKeyFile))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strconv"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/envelope"
@@ -21,18 +20,27 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	fs := newFlags("envelope", stderr)
 	server := fs.String("server", "", "the `server` whose chain to read (default: the only one)")
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 1 {
-		return usageError(stderr, "usage: aegis envelope [--server NAME] SEQ")
+		return usageError(stderr, "usage: aegis envelope [--server NAME] SEQ[@LANE]")
 	}
-	seq, err := strconv.ParseUint(fs.Arg(0), 10, 64)
-	if err != nil || seq == 0 {
-		return usageError(stderr, "envelope: %q is not a chain sequence number (see aegis log)", fs.Arg(0))
+	seq, n, ok := parseEntryName(fs.Arg(0))
+	if !ok {
+		return usageError(stderr, "envelope: %q is not a chain entry: want SEQ, or SEQ@LANE for a lane after the first (see aegis log)", fs.Arg(0))
 	}
-	dir, err := chainDir("", *server)
+	name, lanes, err := chainLanes("", *server)
 	if err != nil {
 		return err
 	}
+	var ln lane
+	for _, l := range lanes {
+		if l.n == n {
+			ln = l
+		}
+	}
+	if ln.dir == "" {
+		return fmt.Errorf("no entry %s: server %q's chain has no lane %d", fs.Arg(0), name, n)
+	}
 	var ent *chain.Entry
-	err = chain.Scan(dir, func(e *chain.Entry) error {
+	err = chain.Scan(ln.dir, func(e *chain.Entry) error {
 		if e.Seq == seq {
 			c := *e
 			ent = &c
@@ -44,19 +52,20 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if ent == nil {
-		return fmt.Errorf("no entry %d in %s", seq, dir)
+		return fmt.Errorf("no entry %s in %s", ln.seq(seq), ln.dir)
 	}
 	if ent.Envelope.IsZero() {
-		return fmt.Errorf("entry %d has no envelope (envelopes were off when it was recorded)", seq)
+		return fmt.Errorf("entry %s has no envelope (envelopes were off when it was recorded)", ln.seq(seq))
 	}
 	state, err := stateDir()
 	if err != nil {
 		return err
 	}
-	envDir := filepath.Join(state, "envelopes", filepath.Base(dir))
+	// The lanes of a server share its envelopes, found by hash.
+	envDir := filepath.Join(state, "envelopes", name)
 	rec, err := envelope.Find(envDir, envelope.Digest(ent.Envelope))
 	if errors.Is(err, envelope.ErrNotFound) {
-		return fmt.Errorf("entry %d: envelope %s is not in %s (deleted by retention, or lost)", seq, ent.Envelope, envDir)
+		return fmt.Errorf("entry %s: envelope %s is not in %s (deleted by retention, or lost)", ln.seq(seq), ent.Envelope, envDir)
 	}
 	if err != nil {
 		return err
@@ -65,6 +74,6 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "entry %d %s %s/%s: envelope %s\n%s\n", seq, ent.Decision, ent.Server, ent.Tool, ent.Envelope, b)
+	fmt.Fprintf(stdout, "entry %s %s %s/%s: envelope %s\n%s\n", ln.seq(seq), ent.Decision, ent.Server, ent.Tool, ent.Envelope, b)
 	return nil
 }

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -39,8 +41,24 @@ func TestScripts(t *testing.T) {
 // sends it the JSON-RPC lines of its own stdin, prints every line the
 // command answers, and closes the command's stdin only once every request
 // has its response, so no script depends on timing. A line "#wait" holds
-// the lines after it until every request before it has its response.
+// the lines after it until every request before it has its response;
+// "#touch FILE" creates FILE, and "#await FILE" holds the lines after it
+// until FILE exists, so that two drivers in one script can take turns
+// (before the first request, it holds the command's start).
 func mcpDrive(argv []string) int {
+	var lines []string
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	for len(lines) > 0 && strings.HasPrefix(lines[0], "#await ") {
+		if f := strings.TrimPrefix(lines[0], "#await "); !await(f) {
+			fmt.Fprintf(os.Stderr, "mcpdrive: %s did not appear\n", f)
+			return 1
+		}
+		lines = lines[1:]
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -93,21 +111,34 @@ func mcpDrive(argv []string) int {
 		}
 		mu.Unlock()
 	}
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		if sc.Text() == "#wait" { // a line of its own: answer everything sent so far first
+	for _, line := range lines {
+		if line == "#wait" { // a line of its own: answer everything sent so far first
 			settle()
+			continue
+		}
+		if f, ok := strings.CutPrefix(line, "#touch "); ok {
+			if err := os.WriteFile(f, nil, 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "mcpdrive:", err)
+				return 1
+			}
+			continue
+		}
+		if f, ok := strings.CutPrefix(line, "#await "); ok {
+			if !await(f) {
+				fmt.Fprintf(os.Stderr, "mcpdrive: %s did not appear\n", f)
+				return 1
+			}
 			continue
 		}
 		var m struct {
 			ID json.RawMessage `json:"id"`
 		}
-		if json.Unmarshal(sc.Bytes(), &m) == nil && m.ID != nil {
+		if json.Unmarshal([]byte(line), &m) == nil && m.ID != nil {
 			mu.Lock()
 			pending[string(m.ID)] = true
 			mu.Unlock()
 		}
-		fmt.Fprintf(in, "%s\n", sc.Bytes())
+		fmt.Fprintf(in, "%s\n", line)
 	}
 	settle()
 	in.Close()
@@ -126,4 +157,15 @@ func mcpDrive(argv []string) int {
 		return 1
 	}
 	return 0
+}
+
+// await waits for file to exist, for a minute at most.
+func await(file string) bool {
+	for range 6000 {
+		if _, err := os.Stat(file); err == nil {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }

@@ -50,7 +50,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir, err := chainDir(*dirFlag, *server)
+	_, lanes, err := chainLanes(*dirFlag, *server)
 	if err != nil {
 		return err
 	}
@@ -59,31 +59,33 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	// A recheck reads every entry once and keeps little: fewer, larger
 	// collections cost less CPU than the default.
 	debug.SetGCPercent(400)
-	err = eng.RecheckChain(dir, func(e *chain.Entry, v gateway.Verdict, ok bool) error {
-		total++
-		if !ok {
-			kept++
+	for _, ln := range lanes {
+		err = eng.RecheckChain(ln.dir, func(e *chain.Entry, v gateway.Verdict, ok bool) error {
+			total++
+			if !ok {
+				kept++
+				return nil
+			}
+			now := v.Effect.String()
+			if now == e.Decision {
+				return nil
+			}
+			flips++
+			rules := v.Decision.Rules()
+			if len(rules) == 0 {
+				rules = []string{"(default deny)"}
+			}
+			for _, r := range rules {
+				perRule[r]++
+			}
+			if !*quiet {
+				fmt.Fprintf(stdout, "seq %s: %s/%s by %q: %s -> %s: %s\n", ln.seq(e.Seq), e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason())
+			}
 			return nil
+		})
+		if err != nil {
+			return err
 		}
-		now := v.Effect.String()
-		if now == e.Decision {
-			return nil
-		}
-		flips++
-		rules := v.Decision.Rules()
-		if len(rules) == 0 {
-			rules = []string{"(default deny)"}
-		}
-		for _, r := range rules {
-			perRule[r]++
-		}
-		if !*quiet {
-			fmt.Fprintf(stdout, "seq %d: %s/%s by %q: %s -> %s: %s\n", e.Seq, e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason())
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(stdout, "%d entries, %d flip, %d decided by aegis's own checks and kept\n", total, flips, kept)
 	ids := make([]string, 0, len(perRule))

@@ -112,11 +112,16 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	log, err := chain.Open(filepath.Join(state, "chain", name), &chain.Options{Logger: logger})
+	// Another aegis may be recording this server (a second client or
+	// agent session): this one takes the first lane free (lanes.go).
+	log, ln, err := openLane(filepath.Join(state, "chain"), name, chain.Options{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("opening the chain: %w", err)
 	}
 	defer log.Close()
+	if ln.n > 1 {
+		fmt.Fprintf(stderr, "aegis: another aegis is recording server %q: this one records in lane %d of its chain (%s)\n", name, ln.n, ln.dir)
+	}
 
 	pins, err := pin.Open(filepath.Join(state, "pins", name+".json"))
 	if err != nil {

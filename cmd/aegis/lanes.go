@@ -1,0 +1,180 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/config"
+)
+
+// Lanes. A chain has one writer, and one `aegis run` writes it; but one
+// server is often wrapped by several aegis processes at once: two agent
+// sessions, two clients, a client that starts its servers twice. So each
+// process records in the first lane of the server's chain that no other
+// process holds: chain/SERVER, then chain/SERVER@2, chain/SERVER@3, and so
+// on. Each lane is a chain of its own, numbered and linked on its own; all
+// of a server's lanes are signed with one key, kept in its first lane (a
+// copy of chain.pub sits beside every lane). The commands that read chains
+// read every lane of a server, and name an entry of lane 2 and beyond as
+// SEQ@LANE. Server names cannot hold '@', so no lane is another server's.
+
+// maxLanes bounds the aegis processes that record one server at once.
+const maxLanes = 64
+
+// A lane is one chain of a server's: its number and directory. Lane 0 is
+// a chain named by its directory alone (--chain DIR).
+type lane struct {
+	n   int
+	dir string
+}
+
+// seq names entry seq of the lane: "17", or "17@2" in lane 2.
+func (ln lane) seq(seq uint64) string {
+	if ln.n < 2 {
+		return strconv.FormatUint(seq, 10)
+	}
+	return strconv.FormatUint(seq, 10) + "@" + strconv.Itoa(ln.n)
+}
+
+// laneDir is the directory of lane n of server's chain under root.
+func laneDir(root, server string, n int) string {
+	if n < 2 {
+		return filepath.Join(root, server)
+	}
+	return filepath.Join(root, server+"@"+strconv.Itoa(n))
+}
+
+// parseLaneName reads a chain directory's name: "fs" is lane 1 of fs,
+// "fs@2" lane 2. Anything else is not a lane.
+func parseLaneName(name string) (server string, n int, ok bool) {
+	server, num, found := strings.Cut(name, "@")
+	if config.CheckServerName(server) != nil {
+		return "", 0, false
+	}
+	if !found {
+		return server, 1, true
+	}
+	if n, ok = parseLaneNumber(num); !ok {
+		return "", 0, false
+	}
+	return server, n, true
+}
+
+// parseLaneNumber reads a lane number as written after '@': 2 to maxLanes,
+// in decimal without a sign or leading zeros, so that one lane has one
+// name.
+func parseLaneNumber(s string) (int, bool) {
+	if s == "" || len(s) > 3 || s[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, n >= 2 && n <= maxLanes
+}
+
+// parseEntryName reads an entry's name as the commands print it: SEQ, an
+// entry of lane 1, or SEQ@LANE.
+func parseEntryName(s string) (seq uint64, n int, ok bool) {
+	num, ln, found := strings.Cut(s, "@")
+	n = 1
+	if found {
+		if n, ok = parseLaneNumber(ln); !ok {
+			return 0, 0, false
+		}
+	}
+	seq, err := strconv.ParseUint(num, 10, 64)
+	return seq, n, err == nil && seq > 0
+}
+
+// serverLanes lists the lanes of server's chain under root, in order.
+func serverLanes(root, server string) ([]lane, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var out []lane
+	for _, e := range ents {
+		if s, n, ok := parseLaneName(e.Name()); ok && e.IsDir() && s == server {
+			out = append(out, lane{n: n, dir: filepath.Join(root, e.Name())})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
+	return out, nil
+}
+
+// openLane opens the first lane of server's chain under root that no
+// other writer holds; the lanes after the first share its key.
+func openLane(root, server string, opts chain.Options) (*chain.Log, lane, error) {
+	for n := 1; n <= maxLanes; n++ {
+		o := opts
+		if n > 1 {
+			o.KeyDir = laneDir(root, server, 1)
+		}
+		ln := lane{n: n, dir: laneDir(root, server, n)}
+		l, err := chain.Open(ln.dir, &o)
+		if errors.Is(err, chain.ErrInUse) {
+			continue
+		}
+		return l, ln, err
+	}
+	return nil, lane{}, fmt.Errorf("chain: the %d lanes of server %q's chain in %s are all in use: %d aegis processes record that server already", maxLanes, server, root, maxLanes)
+}
+
+// chainLanes resolves the chains a command reads: --chain DIR alone, else
+// every lane of --server NAME's chain in the state directory, else those
+// of the only server there. It returns the server's name ("" for --chain).
+// A server that has recorded nothing yet has its first lane, empty.
+func chainLanes(dir, server string) (string, []lane, error) {
+	if dir != "" {
+		return "", []lane{{dir: dir}}, nil
+	}
+	state, err := stateDir()
+	if err != nil {
+		return "", nil, err
+	}
+	root := filepath.Join(state, "chain")
+	if server == "" {
+		ents, err := os.ReadDir(root)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", nil, err
+		}
+		seen := map[string]bool{}
+		var names []string
+		for _, e := range ents {
+			if s, _, ok := parseLaneName(e.Name()); ok && e.IsDir() && !seen[s] {
+				seen[s] = true
+				names = append(names, s)
+			}
+		}
+		sort.Strings(names)
+		switch len(names) {
+		case 0:
+			return "", nil, fmt.Errorf("no chain in %s: nothing has been recorded yet (or pass --chain DIR)", root)
+		case 1:
+			server = names[0]
+		default:
+			return "", nil, fmt.Errorf("%s holds the chains of %d servers (%s): say which with --server NAME", root, len(names), strings.Join(names, ", "))
+		}
+	} else if err := config.CheckServerName(server); err != nil {
+		return "", nil, err
+	}
+	lanes, err := serverLanes(root, server)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(lanes) == 0 {
+		lanes = []lane{{n: 1, dir: laneDir(root, server, 1)}}
+	}
+	return server, lanes, nil
+}

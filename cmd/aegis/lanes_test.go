@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/chain"
+)
+
+func TestParseLaneName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server string
+		n      int
+		ok     bool
+	}{
+		{"fs", "fs", 1, true},
+		{"fs@2", "fs", 2, true},
+		{"my.server-1_x@64", "my.server-1_x", 64, true},
+		{"fs@1", "", 0, false},   // lane 1 has one name: fs
+		{"fs@02", "", 0, false},  // one lane, one name
+		{"fs@65", "", 0, false},  // beyond maxLanes
+		{"fs@", "", 0, false},    // no number
+		{"fs@2@3", "", 0, false}, // servers cannot hold '@'
+		{"fs@+2", "", 0, false},
+		{"fs@-2", "", 0, false},
+		{"fs@2x", "", 0, false},
+		{"fs@٢", "", 0, false}, // Arabic-Indic two
+		{"fs@1000", "", 0, false},
+		{"@2", "", 0, false},
+		{".fs@2", "", 0, false},
+		{".hidden", "", 0, false},
+		{"", "", 0, false},
+	} {
+		s, n, ok := parseLaneName(tc.name)
+		if s != tc.server || n != tc.n || ok != tc.ok {
+			t.Errorf("parseLaneName(%q) = %q, %d, %v; want %q, %d, %v", tc.name, s, n, ok, tc.server, tc.n, tc.ok)
+		}
+		if ok && filepath.Base(laneDir("/r", s, n)) != tc.name {
+			t.Errorf("laneDir(%q, %d) = %q, want the name parsed", s, n, laneDir("/r", s, n))
+		}
+	}
+}
+
+func TestParseEntryName(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		seq uint64
+		n   int
+		ok  bool
+	}{
+		{"17", 17, 1, true},
+		{"17@2", 17, 2, true},
+		{"1@64", 1, 64, true},
+		{"18446744073709551615", 1<<64 - 1, 1, true},
+		{"0", 0, 0, false},
+		{"0@2", 0, 0, false},
+		{"17@1", 0, 0, false},
+		{"17@65", 0, 0, false},
+		{"17@", 0, 0, false},
+		{"@2", 0, 0, false},
+		{"-1", 0, 0, false},
+		{"+1", 0, 0, false},
+		{"18446744073709551616", 0, 0, false},
+		{"1@2@3", 0, 0, false},
+		{"", 0, 0, false},
+	} {
+		seq, n, ok := parseEntryName(tc.in)
+		if ok != tc.ok || ok && (seq != tc.seq || n != tc.n) {
+			t.Errorf("parseEntryName(%q) = %d, %d, %v; want %d, %d, %v", tc.in, seq, n, ok, tc.seq, tc.n, tc.ok)
+		}
+		if ok && (lane{n: n}).seq(seq) != tc.in {
+			t.Errorf("lane %d names entry %d %q, want %q", n, seq, (lane{n: n}).seq(seq), tc.in)
+		}
+	}
+}
+
+func TestChainLanes(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("AEGIS_HOME", state)
+	root := filepath.Join(state, "chain")
+	for _, d := range []string{"fs@3", "fs", "fs@2", "fs@02", "fs@1", ".fs@4", "fsx@2"} {
+		os.MkdirAll(filepath.Join(root, d), 0o700)
+	}
+	os.WriteFile(filepath.Join(root, "fs@5"), nil, 0o600) // a file, not a lane
+
+	_, _, err := chainLanes("", "")
+	if err == nil || !strings.Contains(err.Error(), "2 servers (fs, fsx)") {
+		t.Errorf("chainLanes with two servers = %v, want them named", err)
+	}
+	name, lanes, err := chainLanes("", "fs")
+	if err != nil || name != "fs" {
+		t.Fatalf("chainLanes(fs) = %q, %v", name, err)
+	}
+	var got []string
+	for _, ln := range lanes {
+		got = append(got, filepath.Base(ln.dir)+"="+ln.seq(1))
+	}
+	if strings.Join(got, " ") != "fs=1 fs@2=1@2 fs@3=1@3" {
+		t.Errorf("lanes of fs = %v", got)
+	}
+	if _, lanes, _ := chainLanes("", "new"); len(lanes) != 1 || lanes[0].dir != filepath.Join(root, "new") {
+		t.Errorf("lanes of a server with no chain yet = %v, want its first, empty", lanes)
+	}
+	if _, _, err := chainLanes("", "fs@2"); err == nil {
+		t.Error("chainLanes took a lane's name for a server's")
+	}
+	if _, lanes, _ := chainLanes("/some/dir", ""); len(lanes) != 1 || lanes[0].dir != "/some/dir" || lanes[0].seq(7) != "7" {
+		t.Errorf("--chain DIR = %v, want that directory alone", lanes)
+	}
+	os.RemoveAll(filepath.Join(root, "fsx@2"))
+	if name, lanes, err := chainLanes("", ""); err != nil || name != "fs" || len(lanes) != 3 {
+		t.Errorf("the only server's lanes = %q, %d lanes, %v; want fs's three", name, len(lanes), err)
+	}
+}
+
+func TestOpenLane(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "chain")
+	var logs []*chain.Log
+	defer func() {
+		for _, l := range logs {
+			l.Close()
+		}
+	}()
+	for n := 1; n <= maxLanes; n++ {
+		l, ln, err := openLane(root, "fs", chain.Options{})
+		if err != nil {
+			t.Fatalf("lane %d: %v", n, err)
+		}
+		logs = append(logs, l)
+		if ln.n != n || ln.dir != laneDir(root, "fs", n) {
+			t.Fatalf("open %d took lane %d (%s)", n, ln.n, ln.dir)
+		}
+		if !bytes.Equal(l.PublicKey(), logs[0].PublicKey()) {
+			t.Fatalf("lane %d signs with its own key", n)
+		}
+	}
+	if _, _, err := openLane(root, "fs", chain.Options{}); err == nil || !strings.Contains(err.Error(), "all in use") {
+		t.Fatalf("open with every lane held = %v, want all in use", err)
+	}
+	// Another server's lanes are its own.
+	l, ln, err := openLane(root, "other", chain.Options{})
+	if err != nil || ln.n != 1 {
+		t.Fatalf("another server = lane %d, %v", ln.n, err)
+	}
+	l.Close()
+	// A lane let go is the next one taken.
+	logs[4].Close()
+	l, ln, err = openLane(root, "fs", chain.Options{})
+	if err != nil || ln.n != 5 {
+		t.Fatalf("after lane 5 closed, open took lane %d, %v", ln.n, err)
+	}
+	logs[4] = l
+}
+
+// TestOpenLaneAtOnce opens lanes of a server that has no chain yet, all at
+// the same moment, as two clients started together do: each takes a lane
+// of its own, and all sign with one key.
+func TestOpenLaneAtOnce(t *testing.T) {
+	for round := range 10 {
+		root := filepath.Join(t.TempDir(), "chain")
+		const n = 8
+		logs := make([]*chain.Log, n)
+		lanes := make([]lane, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { logs[i], lanes[i], errs[i] = openLane(root, "fs", chain.Options{}) })
+		}
+		wg.Wait()
+		taken := map[int]bool{}
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("round %d: %v", round, errs[i])
+			}
+			defer logs[i].Close()
+			if taken[lanes[i].n] || lanes[i].n < 1 || lanes[i].n > n {
+				t.Fatalf("round %d: lane %d taken twice, or out of 1..%d", round, lanes[i].n, n)
+			}
+			taken[lanes[i].n] = true
+			if !bytes.Equal(logs[i].PublicKey(), logs[0].PublicKey()) {
+				t.Fatalf("round %d: lanes %d and %d sign with different keys", round, lanes[0].n, lanes[i].n)
+			}
+		}
+	}
+}
