@@ -105,12 +105,54 @@ func serverLanes(root, server string) ([]lane, error) {
 	}
 	var out []lane
 	for _, e := range ents {
-		if s, n, ok := parseLaneName(e.Name()); ok && e.IsDir() && s == server {
+		if s, n, ok := parseLaneName(e.Name()); ok && s == server && isDir(root, e) {
 			out = append(out, lane{n: n, dir: filepath.Join(root, e.Name())})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
 	return out, nil
+}
+
+// isDir reports whether e, an entry of root, is a directory or a link to
+// one: aegis run records in a lane through a link (a chain moved to
+// another disk), so the commands that read the lanes read it too.
+func isDir(root string, e os.DirEntry) bool {
+	if e.Type()&os.ModeSymlink == 0 {
+		return e.IsDir()
+	}
+	fi, err := os.Stat(filepath.Join(root, e.Name()))
+	return err == nil && fi.IsDir()
+}
+
+// checkFirstKey refuses to let lane 1 make a key when it has none while a
+// later lane holds a chain: that chain is signed by the key lane 1 lost,
+// and a new one would sign lane 1 with a key the later lane's chain.pub
+// is not the half of. The lanes are listed before the key is looked for:
+// a lane gets its first segment only once the key exists, and aegis never
+// removes a key, so a key missing after a segment was seen was lost.
+func checkFirstKey(root, server string) error {
+	lanes, err := serverLanes(root, server)
+	if err != nil {
+		return err
+	}
+	holder := ""
+	for _, ln := range lanes {
+		if ln.n < 2 {
+			continue
+		}
+		if segs, _ := filepath.Glob(filepath.Join(ln.dir, "chain-*.jsonl")); len(segs) > 0 {
+			holder = ln.dir
+			break
+		}
+	}
+	if holder == "" {
+		return nil
+	}
+	key := filepath.Join(laneDir(root, server, 1), chain.PrivateKeyFile)
+	if _, err := os.Stat(key); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("chain: %s is missing but %s holds a chain signed by it: refusing to start a second key (restore it, or remove every lane of server %q's chain)", key, holder, server)
+	}
+	return nil
 }
 
 // openLane opens the first lane of server's chain under root that no
@@ -120,6 +162,8 @@ func openLane(root, server string, opts chain.Options) (*chain.Log, lane, error)
 		o := opts
 		if n > 1 {
 			o.KeyDir = laneDir(root, server, 1)
+		} else if err := checkFirstKey(root, server); err != nil {
+			return nil, lane{}, err
 		}
 		ln := lane{n: n, dir: laneDir(root, server, n)}
 		l, err := chain.Open(ln.dir, &o)
@@ -152,7 +196,7 @@ func chainLanes(dir, server string) (string, []lane, error) {
 		seen := map[string]bool{}
 		var names []string
 		for _, e := range ents {
-			if s, _, ok := parseLaneName(e.Name()); ok && e.IsDir() && !seen[s] {
+			if s, _, ok := parseLaneName(e.Name()); ok && !seen[s] && isDir(root, e) {
 				seen[s] = true
 				names = append(names, s)
 			}
