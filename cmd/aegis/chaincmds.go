@@ -68,6 +68,12 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
+		if segs, _ := filepath.Glob(filepath.Join(ln.dir, "chain-*.jsonl")); ln.n > 1 && len(segs) == 0 {
+			// A lane whose writer failed before its first entry (a
+			// later lane's directory holds nothing before then).
+			fmt.Fprintf(stdout, "chain %s\nno entries: this lane was never written\n", ln.dir)
+			continue
+		}
 		st, err := verifyLane(ln.dir, pub, opts, stdout)
 		if err != nil {
 			return err
