@@ -31,23 +31,27 @@ func lockDir(dir string) (*os.File, error) {
 
 func unlockDir(f *os.File) { f.Close() } // closing releases the flock
 
-// lockKey takes the key lock of dir, a lock on the directory itself, and
-// returns its release. Unlike the writer's lock it waits: it is held only
-// while a key is read or created.
+// keyLockFile is where the key lock is taken: a file of its own, opened
+// for writing, because flock on NFS is emulated with byte-range locks,
+// which need a file open for writing (a directory cannot be).
+const keyLockFile = "key.lock"
+
+// lockKey takes the key lock of dir and returns its release. Unlike the
+// writer's lock it waits: it is held only while a key is read or created.
 func lockKey(dir string) (func(), error) {
-	d, err := os.Open(dir)
+	f, err := os.OpenFile(filepath.Join(dir, keyLockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("chain: %w", err)
 	}
 	for {
-		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
 	}
 	if err != nil {
-		d.Close()
+		f.Close()
 		return nil, fmt.Errorf("chain: locking the key in %s: %w", dir, err)
 	}
-	return func() { d.Close() }, nil
+	return func() { f.Close() }, nil
 }
