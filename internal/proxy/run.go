@@ -28,6 +28,11 @@ type Options struct {
 	// StderrLog is a file the server's stderr is appended to (created with
 	// mode 0600), in addition to Stderr. Empty means none.
 	StderrLog string
+	// StderrLogBytes is the size the stderr log is kept under: a write that
+	// would take it past renames it to StderrLog+".1" (replacing the one
+	// before) and starts a new one. Zero means [DefaultStderrLogBytes];
+	// negative, never rotated.
+	StderrLogBytes int64
 	// Stderr receives the server's stderr as it comes. Nil means os.Stderr.
 	Stderr io.Writer
 
@@ -60,6 +65,9 @@ func (o *Options) resolve() Options {
 	}
 	if r.Stderr == nil {
 		r.Stderr = os.Stderr
+	}
+	if r.StderrLogBytes == 0 {
+		r.StderrLogBytes = DefaultStderrLogBytes
 	}
 	if r.ShutdownGrace <= 0 {
 		r.ShutdownGrace = 5 * time.Second
@@ -118,7 +126,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 
 	stderr := &tee{out: opts.Stderr, log: opts.Logger}
 	if opts.StderrLog != "" {
-		f, err := os.OpenFile(opts.StderrLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		f, err := openStderrLog(opts.StderrLog, opts.StderrLogBytes)
 		if err != nil {
 			return fmt.Errorf("proxy: opening the server's stderr log: %w", err)
 		}
@@ -355,7 +363,7 @@ func terminate(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration, log *
 // failure of one does not stop the other, and never fails the server's write.
 type tee struct {
 	mu     sync.Mutex
-	file   *os.File
+	file   *stderrLog
 	out    io.Writer
 	log    *slog.Logger
 	failed bool
@@ -379,7 +387,7 @@ func (t *tee) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.file != nil {
-		if _, err := t.file.Write(p); err != nil && !t.failed {
+		if err := t.file.Write(p); err != nil && !t.failed {
 			t.failed = true
 			t.log.Error("proxy: writing the server's stderr log", "err", err)
 		}

@@ -1,0 +1,100 @@
+package proxy
+
+import (
+	"fmt"
+	"os"
+)
+
+// DefaultStderrLogBytes is the default size of the server's stderr log.
+const DefaultStderrLogBytes = 16 << 20
+
+// A stderrLog appends the server's stderr to a file and keeps the file
+// under a size: a write that would take it past the size first renames it
+// to its name with ".1" appended, replacing the one before, and starts a
+// new file. So the log holds at most twice the size, the newest lines, and
+// a chatty server cannot fill the disk over months.
+//
+// Several aegis processes may append to one log (two clients wrapping one
+// server). Before each write a stderrLog looks at the log's path: if it is
+// no longer the file it holds (another process rotated it, or a person
+// removed it), it opens the new one; the file's size there counts every
+// writer's lines. The rename happens under a lock on the full file, by the
+// first writer to find it full; the others find it renamed and follow.
+type stderrLog struct {
+	path string
+	max  int64 // <= 0: never rotated
+	f    *os.File
+	fi   os.FileInfo // f's, to tell whether path is still f
+}
+
+// openStderrLog opens the log at path (created with mode 0600), rotated at
+// max bytes; max <= 0 never rotates it.
+func openStderrLog(path string, max int64) (*stderrLog, error) {
+	l := &stderrLog{path: path, max: max}
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// open (re)opens the file at l.path for appending.
+func (l *stderrLog) open() error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if l.f != nil {
+		l.f.Close()
+	}
+	l.f, l.fi = f, fi
+	return nil
+}
+
+// Write appends p, following or rotating the file first as needed. It is
+// not safe for concurrent use; the tee serialises it.
+func (l *stderrLog) Write(p []byte) error {
+	size := int64(0)
+	switch pi, err := os.Stat(l.path); {
+	case err != nil || !os.SameFile(pi, l.fi):
+		if err := l.open(); err != nil {
+			return err
+		}
+		size = l.fi.Size()
+	default:
+		size = pi.Size()
+	}
+	if l.max > 0 && size > 0 && size+int64(len(p)) > l.max {
+		if err := l.rotate(int64(len(p))); err != nil {
+			return err
+		}
+	}
+	_, err := l.f.Write(p)
+	return err
+}
+
+// rotate renames the log, if it is still l.f and still too full for a
+// write of n bytes, and opens a new one.
+func (l *stderrLog) rotate(n int64) error {
+	unlock, err := lockFile(l.f)
+	if err != nil {
+		return fmt.Errorf("locking the log to rotate it: %w", err)
+	}
+	fi, err1 := l.f.Stat()
+	pi, err2 := os.Stat(l.path)
+	if err1 == nil && err2 == nil && os.SameFile(fi, pi) && fi.Size()+n > l.max {
+		err = os.Rename(l.path, l.path+".1")
+	}
+	unlock()
+	if err != nil {
+		return err
+	}
+	return l.open()
+}
+
+// Close closes the file.
+func (l *stderrLog) Close() error { return l.f.Close() }
