@@ -68,13 +68,15 @@ func (l *stderrLog) Write(p []byte) error {
 	default:
 		size = pi.Size()
 	}
+	var rotErr error
 	if l.max > 0 && size > 0 && size+int64(len(p)) > l.max {
-		if err := l.rotate(int64(len(p))); err != nil {
-			return err
-		}
+		// A log that cannot be rotated still takes the line.
+		rotErr = l.rotate(int64(len(p)))
 	}
-	_, err := l.f.Write(p)
-	return err
+	if _, err := l.f.Write(p); err != nil {
+		return err
+	}
+	return rotErr
 }
 
 // rotate renames the log, if it is still l.f and still too full for a

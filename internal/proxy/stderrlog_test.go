@@ -219,3 +219,29 @@ func TestStderrLogFollowsRotation(t *testing.T) {
 		t.Fatalf("after a's rotation, b's line is not in the new log, which holds %q", cur)
 	}
 }
+
+// TestStderrLogCannotRotate: a log that cannot be renamed (a directory in
+// the way of its .1) still takes every line, and says why it grows.
+func TestStderrLogCannotRotate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "server.stderr.log")
+	if err := os.MkdirAll(path+".1/x", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := openStderrLog(path, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var errs int
+	for i := range 5 {
+		if l.Write(fmt.Appendf(nil, "line %d\n", i)) != nil {
+			errs++
+		}
+	}
+	if b, _ := os.ReadFile(path); string(b) != "line 0\nline 1\nline 2\nline 3\nline 4\n" {
+		t.Fatalf("the log holds %q, want every line", b)
+	}
+	if errs != 4 {
+		t.Fatalf("%d writes said the log could not be rotated, want 4", errs)
+	}
+}
