@@ -138,15 +138,7 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 	// The last n of each lane, then the last n of those by time.
 	var recent []laneEntry
 	for _, ln := range lanes {
-		var ring []laneEntry
-		err = chain.Scan(ln.dir, func(e *chain.Entry) error {
-			c := *e
-			ring = append(ring, laneEntry{ln, &c})
-			if *n > 0 && len(ring) > *n {
-				ring = ring[1:]
-			}
-			return nil
-		})
+		ring, err := lastEntries(ln, *n)
 		if err != nil {
 			return err
 		}
@@ -182,6 +174,43 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "         %s\n", e.Reason)
 	}
 	return nil
+}
+
+// lastEntries returns the last n entries of a lane (all of them when n is
+// 0), reading only the segments that hold them: `aegis log` on a chain of
+// millions of entries reads one segment, not the chain.
+func lastEntries(ln lane, n int) ([]laneEntry, error) {
+	collect := func(from uint64) ([]laneEntry, error) {
+		var ring []laneEntry
+		err := chain.ScanFrom(ln.dir, from, func(e *chain.Entry) error {
+			c := *e
+			ring = append(ring, laneEntry{ln, &c})
+			if n > 0 && len(ring) > n {
+				ring = ring[1:]
+			}
+			return nil
+		})
+		return ring, err
+	}
+	starts, err := chain.SegmentStarts(ln.dir)
+	if err != nil || n <= 0 || len(starts) < 2 {
+		return collect(0)
+	}
+	last := starts[len(starts)-1]
+	ring, err := collect(last)
+	if err != nil || len(ring) >= n {
+		return ring, err
+	}
+	// The last segment holds fewer: start at the latest segment whose
+	// entries, with those of the segments up to the last, make up the rest.
+	from := starts[0]
+	for i := len(starts) - 2; i >= 0; i-- {
+		if last-starts[i] >= uint64(n-len(ring)) {
+			from = starts[i]
+			break
+		}
+	}
+	return collect(from)
 }
 
 // A laneEntry is an entry and the lane it is in.

@@ -40,7 +40,7 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("no entry %s: server %q's chain has no lane %d", fs.Arg(0), name, n)
 	}
 	var ent *chain.Entry
-	err = chain.Scan(ln.dir, func(e *chain.Entry) error {
+	err = chain.ScanFrom(ln.dir, seq, func(e *chain.Entry) error {
 		if e.Seq == seq {
 			c := *e
 			ent = &c

@@ -230,6 +230,51 @@ func Scan(dir string, fn func(e *Entry) error) error {
 	return scan(dir, scanSink{fn}, false)
 }
 
+// ScanFrom is [Scan] from entry seq on: fn is called with entry seq and
+// the entries after it. Only the segments from the one holding seq are
+// read, so a chain's latest entries, or one entry, are found without
+// reading it all; the entries of the segments before are not checked, nor
+// the link to them: run [Verify] for that. A seq before the chain's first
+// segment starts at its beginning; one past its last entry calls fn with
+// nothing.
+func ScanFrom(dir string, seq uint64, fn func(e *Entry) error) error {
+	if fn == nil {
+		return errors.New("chain: scan: nil fn")
+	}
+	segs, err := listSegments(dir)
+	if err != nil {
+		return err
+	}
+	k := 0
+	for i, sg := range segs {
+		if sg.first <= seq {
+			k = i
+		}
+	}
+	_, err = walk(segs[k:], walkConfig{sink: scanSink{func(e *Entry) error {
+		if e.Seq < seq {
+			return nil
+		}
+		return fn(e)
+	}}, midChain: k > 0})
+	return err
+}
+
+// SegmentStarts returns the seq of the first entry of each segment of the
+// chain in dir, in order: where [ScanFrom] can start without reading an
+// entry it does not pass on.
+func SegmentStarts(dir string) ([]uint64, error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, len(segs))
+	for i, sg := range segs {
+		out[i] = sg.first
+	}
+	return out, nil
+}
+
 // ScanMap is [Scan] with a step that runs in parallel. It calls work on
 // each entry as soon as the entry is decoded, on several goroutines at once
 // and in no particular order, with r pointing at a result for work to set,
