@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"os"
+	"sync"
 )
 
 // DefaultStderrLogBytes is the default size of the server's stderr log.
@@ -23,8 +24,13 @@ const DefaultStderrLogBytes = 16 << 20
 type stderrLog struct {
 	path string
 	max  int64 // <= 0: never rotated
-	f    *os.File
-	fi   os.FileInfo // f's, to tell whether path is still f
+
+	// mu orders Close with Write: Run closes the log when it returns, and
+	// a stderr copy it gave up waiting for may still write.
+	mu     sync.Mutex
+	f      *os.File
+	fi     os.FileInfo // f's, to tell whether path is still f
+	closed bool
 }
 
 // openStderrLog opens the log at path (created with mode 0600), rotated at
@@ -55,9 +61,14 @@ func (l *stderrLog) open() error {
 	return nil
 }
 
-// Write appends p, following or rotating the file first as needed. It is
-// not safe for concurrent use; the tee serialises it.
+// Write appends p, following or rotating the file first as needed. After
+// Close it fails, and opens nothing.
 func (l *stderrLog) Write(p []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return os.ErrClosed
+	}
 	size := int64(0)
 	switch pi, err := os.Stat(l.path); {
 	case err != nil || !os.SameFile(pi, l.fi):
@@ -98,5 +109,14 @@ func (l *stderrLog) rotate(n int64) error {
 	return l.open()
 }
 
-// Close closes the file.
-func (l *stderrLog) Close() error { return l.f.Close() }
+// Close closes the file. It may be called while a Write is under way,
+// which it waits for.
+func (l *stderrLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return os.ErrClosed
+	}
+	l.closed = true
+	return l.f.Close()
+}
