@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/chain"
+)
+
+// TestLastEntriesCrashTail holds the log's tail read to the whole read on
+// what a crash or a running writer leaves at the end of a chain: a last
+// segment just created and still empty, and a last segment that ends in a
+// torn line. Every n, around every segment boundary, gives the same last n
+// entries.
+func TestLastEntriesCrashTail(t *testing.T) {
+	build := func(t *testing.T) (string, int) {
+		dir := filepath.Join(t.TempDir(), "fs")
+		l, err := chain.Open(dir, &chain.Options{SegmentSize: 4 << 10, MaxBatch: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const total = 50
+		for i := range total {
+			e := &chain.Entry{
+				Time: time.Date(2026, 11, 30, 0, 0, i, 0, time.UTC), Session: "s", Principal: "p",
+				Server: "fs", Tool: "read", Decision: "allow", Mode: "enforce",
+				Rules: []string{"r"}, Caps: []chain.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/f/%d", i)}},
+				Reason: "ok", Origin: "interactive",
+			}
+			if _, _, err := l.Append(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir, total
+	}
+	for _, tc := range []struct {
+		name string
+		tail func(t *testing.T, dir string, total int)
+	}{
+		{"an empty last segment", func(t *testing.T, dir string, total int) {
+			p := filepath.Join(dir, fmt.Sprintf("chain-%020d.jsonl", total+1))
+			if err := os.WriteFile(p, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a torn last line", func(t *testing.T, dir string, total int) {
+			starts, _ := chain.SegmentStarts(dir)
+			p := filepath.Join(dir, fmt.Sprintf("chain-%020d.jsonl", starts[len(starts)-1]))
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(`{"args_hash":"`)
+			f.Close()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, total := build(t)
+			tc.tail(t, dir, total)
+			starts, _ := chain.SegmentStarts(dir)
+			if len(starts) < 3 {
+				t.Fatalf("%d segments, want several", len(starts))
+			}
+			var all []uint64
+			if err := chain.Scan(dir, func(e *chain.Entry) error { all = append(all, e.Seq); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			ns := []int{0, 1, total, total + 1}
+			for _, s := range starts {
+				for _, d := range []int{-1, 0, 1} {
+					if n := total - int(s) + 1 + d; n > 0 {
+						ns = append(ns, n)
+					}
+				}
+			}
+			for _, n := range ns {
+				got, err := lastEntries(lane{n: 1, dir: dir}, n)
+				if err != nil {
+					t.Fatalf("n=%d: %v", n, err)
+				}
+				want := all
+				if n > 0 && n < len(all) {
+					want = all[len(all)-n:]
+				}
+				var gotSeqs []uint64
+				for _, le := range got {
+					gotSeqs = append(gotSeqs, le.e.Seq)
+				}
+				if fmt.Sprint(gotSeqs) != fmt.Sprint(want) {
+					t.Fatalf("n=%d: got %v, want %v", n, gotSeqs, want)
+				}
+			}
+		})
+	}
+}
