@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -173,6 +174,44 @@ func openLane(root, server string, opts chain.Options) (*chain.Log, lane, error)
 		return l, ln, err
 	}
 	return nil, lane{}, fmt.Errorf("chain: the %d lanes of server %q's chain in %s are all in use: %d aegis processes record that server already", maxLanes, server, root, maxLanes)
+}
+
+// tidyLanes signs what a crash left unsigned in the lanes of server's
+// chain other than mine that no writer holds. A writer signs its lane's
+// acknowledged tail when it opens the lane again, but a lane after the
+// first is opened again only while another aegis records the server: until
+// then `aegis verify` would call it cut short. Only a lane whose last line
+// is not a checkpoint is opened (and closed at once, signed); one held by
+// a writer is left to it. A lane that cannot be opened is reported on
+// warn and left as it is: verify will say why.
+func tidyLanes(root, server string, mine lane, opts chain.Options, warn io.Writer) {
+	lanes, err := serverLanes(root, server)
+	if err != nil {
+		fmt.Fprintf(warn, "aegis: listing the lanes of server %q's chain: %v\n", server, err)
+		return
+	}
+	for _, ln := range lanes {
+		if ln.n == mine.n {
+			continue
+		}
+		if signed, err := chain.TailSigned(ln.dir); err != nil || signed {
+			continue // an unreadable lane is verify's to report
+		}
+		o := opts
+		if ln.n > 1 {
+			o.KeyDir = laneDir(root, server, 1)
+		}
+		l, err := chain.Open(ln.dir, &o)
+		if errors.Is(err, chain.ErrInUse) {
+			continue
+		}
+		if err == nil {
+			err = l.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(warn, "aegis: lane %d of server %q's chain ends unsigned and could not be opened to sign it: %v\n", ln.n, server, err)
+		}
+	}
 }
 
 // chainLanes resolves the chains a command reads: --chain DIR alone, else

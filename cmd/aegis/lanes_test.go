@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 )
@@ -186,5 +188,56 @@ func TestOpenLaneAtOnce(t *testing.T) {
 				t.Fatalf("round %d: lanes %d and %d sign with different keys", round, lanes[0].n, lanes[i].n)
 			}
 		}
+	}
+}
+
+func TestTidyLanes(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "chain")
+	// Four lanes with an entry each, closed (signed); then lane 3 and 4
+	// as a crash leaves them (the checkpoint after the last ack gone) and
+	// lane 4 altered in the middle too; lane 2 held by a running writer.
+	var logs []*chain.Log
+	for range 4 {
+		l, _, err := openLane(root, "fs", chain.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := l.Append(context.Background(), &chain.Entry{Time: time.Unix(1, 0), Session: "s", Principal: "p", Server: "fs", Tool: "t", Decision: "allow", Mode: "enforce", Caps: []chain.Cap{}, Rules: []string{"r"}, Reason: "ok", Origin: "interactive"}); err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, l)
+	}
+	for _, l := range logs {
+		l.Close()
+	}
+	for _, n := range []int{3, 4} {
+		seg := filepath.Join(laneDir(root, "fs", n), "chain-00000000000000000001.jsonl")
+		b, _ := os.ReadFile(seg)
+		b = b[:bytes.LastIndexByte(b[:len(b)-1], '\n')+1] // the checkpoint
+		if n == 4 {
+			b = bytes.Replace(b, []byte(`"tool":"t"`), []byte(`"tool":"u"`), 1)
+		}
+		os.WriteFile(seg, b, 0o600)
+	}
+	held, err := chain.Open(laneDir(root, "fs", 2), &chain.Options{KeyDir: laneDir(root, "fs", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+
+	var warn bytes.Buffer
+	tidyLanes(root, "fs", lane{n: 1, dir: laneDir(root, "fs", 1)}, chain.Options{}, &warn)
+	if signed, _ := chain.TailSigned(laneDir(root, "fs", 3)); !signed {
+		t.Error("lane 3, left unsigned by a crash, was not signed")
+	}
+	pub := logs[0].PublicKey()
+	if rep, err := chain.Verify(laneDir(root, "fs", 3), pub); err != nil || rep.Truncated() || rep.Entries != 1 {
+		t.Errorf("lane 3 after tidying: %+v, %v; want its entry, signed", rep, err)
+	}
+	if signed, _ := chain.TailSigned(laneDir(root, "fs", 4)); signed {
+		t.Error("lane 4, altered in the middle, was signed")
+	}
+	if !strings.Contains(warn.String(), "lane 4 of server \"fs\"'s chain ends unsigned and could not be opened") || strings.Contains(warn.String(), "lane 2") || strings.Contains(warn.String(), "lane 3") {
+		t.Errorf("warnings: %q; want lane 4's alone", warn.String())
 	}
 }

@@ -114,7 +114,8 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Another aegis may be recording this server (a second client or
 	// agent session): this one takes the first lane free (lanes.go).
-	log, ln, err := openLane(filepath.Join(state, "chain"), name, chain.Options{Logger: logger})
+	chainRoot := filepath.Join(state, "chain")
+	log, ln, err := openLane(chainRoot, name, chain.Options{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("opening the chain: %w", err)
 	}
@@ -122,6 +123,9 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if ln.n > 1 {
 		fmt.Fprintf(stderr, "aegis: another aegis is recording server %q: this one records in lane %d of its chain (%s)\n", name, ln.n, ln.dir)
 	}
+	// A lane an earlier aegis crashed in, and nobody has opened since, is
+	// signed now.
+	tidyLanes(chainRoot, name, ln, chain.Options{Logger: logger}, stderr)
 
 	pins, err := pin.Open(filepath.Join(state, "pins", name+".json"))
 	if err != nil {
