@@ -163,10 +163,13 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			defer closeStdio()
 		}
 	}
+	relay := cfg.Relay[name]
 	err = proxy.Run(ctx, stdin, stdout, cmd, g, &proxy.Options{
-		StderrLog: filepath.Join(state, "logs", name+".stderr.log"),
-		Stderr:    stderr,
-		Logger:    logger,
+		MaxMessageBytes: int(relay.MaxMessageBytes),
+		StderrLog:       filepath.Join(state, "logs", name+".stderr.log"),
+		StderrLogBytes:  relay.StderrLogBytes,
+		Stderr:          stderr,
+		Logger:          logger,
 	})
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() > 0 {

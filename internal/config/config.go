@@ -115,6 +115,12 @@ type fileServer struct {
 	Schema string `yaml:"schema"`
 	// DLP sets what a secret found in arguments or results does.
 	DLP *fileDLP `yaml:"dlp"`
+	// MaxMessageBytes caps one JSON-RPC message between the client and
+	// the server, in either direction; 0: the relay's default.
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// StderrLogBytes is the size the server's stderr log is kept under;
+	// 0: the relay's default.
+	StderrLogBytes int64 `yaml:"stderr_log_bytes"`
 }
 
 type fileDLP struct {
@@ -250,7 +256,26 @@ type Config struct {
 	// PolicyOptions are the options the policy was compiled with; another
 	// policy judged against this configuration (recheck) uses them too.
 	PolicyOptions *policy.Options
+	// Relay holds each server's relay settings, by name; a zero field
+	// means the relay's default.
+	Relay map[string]Relay
 }
+
+// Relay is how `aegis run` relays one server.
+type Relay struct {
+	// MaxMessageBytes caps one message, in either direction.
+	MaxMessageBytes int64
+	// StderrLogBytes is the size the server's stderr log is kept under.
+	StderrLogBytes int64
+}
+
+// Bounds of the relay settings: a message cap below 64 KiB would refuse
+// ordinary tool lists, and one above 1 GiB lets one message take that much
+// memory.
+const (
+	minRelayBytes   = 64 << 10
+	maxMessageBytes = 1 << 30
+)
 
 // resolvePattern resolves the symbolic links of a policy path on this
 // machine, as capability.CanonPath resolves a local server's arguments.
@@ -417,6 +442,16 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		if s.Tools, err = tools(name, fs.Tools); err != nil {
 			return nil, err
 		}
+		if m := fs.MaxMessageBytes; m != 0 && (m < minRelayBytes || m > maxMessageBytes) {
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: max_message_bytes %d: want %d to %d (0 or absent: 16 MiB)", name, m, minRelayBytes, maxMessageBytes)
+		}
+		if b := fs.StderrLogBytes; b != 0 && b < minRelayBytes {
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: stderr_log_bytes %d: want at least %d (0 or absent: 16 MiB)", name, b, minRelayBytes)
+		}
+		if c.Relay == nil {
+			c.Relay = map[string]Relay{}
+		}
+		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes}
 		c.Servers = append(c.Servers, s)
 	}
 	return c, nil

@@ -95,6 +95,12 @@ func TestParseErrors(t *testing.T) {
 		{"relative home", "version: 1\nhome: alice\npolicy: p.yaml\nservers: {}\n", `home "alice": want an absolute path`},
 		{"negative limit", "version: 1\npolicy: p.yaml\nservers: {}\nlimits: {max_depth: -1}\n", `limits must not be negative`},
 		{"missing policy", "version: 1\nservers: {}\n", `missing key "policy"`},
+		{"message cap too small", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_message_bytes: 1000}\n", `c.yaml:4:7: server "fs": max_message_bytes 1000: want 65536 to 1073741824`},
+		{"message cap too large", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_message_bytes: 1073741825}\n", `max_message_bytes 1073741825: want 65536 to`},
+		{"negative message cap", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_message_bytes: -1}\n", `max_message_bytes -1`},
+		{"message cap not a number", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_message_bytes: 16MiB}\n", `c.yaml:4:27: want an integer`},
+		{"stderr log too small", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: 100}\n", `server "fs": stderr_log_bytes 100: want at least 65536`},
+		{"negative stderr log", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: -5}\n", `stderr_log_bytes -5`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,5 +148,25 @@ func TestDLPDefaults(t *testing.T) {
 				t.Errorf("results jwt: %s, want %s", got, tc.resultJWT)
 			}
 		})
+	}
+}
+
+// TestRelaySettings: a server's relay settings are read as given, and
+// absent ones are zero (the relay's defaults).
+func TestRelaySettings(t *testing.T) {
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  media: {max_message_bytes: 67108864, stderr_log_bytes: 1048576}\n  fs: {}\n  bare:\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Relay{
+		"media": {MaxMessageBytes: 64 << 20, StderrLogBytes: 1 << 20},
+		"fs":    {},
+		"bare":  {},
+	}
+	for name, w := range want {
+		if got := cfg.Relay[name]; got != w {
+			t.Errorf("server %q: relay %+v, want %+v", name, got, w)
+		}
 	}
 }
