@@ -68,9 +68,10 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if segs, _ := filepath.Glob(filepath.Join(ln.dir, "chain-*.jsonl")); ln.n > 1 && len(segs) == 0 {
-			// A lane whose writer failed before its first entry (a
-			// later lane's directory holds nothing before then).
+		if ln.n > 1 && !hasSegments(ln.dir) {
+			// A lane whose writer's Open failed after making its
+			// directory. (One that opened and recorded nothing holds an
+			// empty segment, and verifies as 0 entries.)
 			fmt.Fprintf(stdout, "chain %s\nno entries: this lane was never written\n", ln.dir)
 			continue
 		}

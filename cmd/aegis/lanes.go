@@ -141,7 +141,7 @@ func checkFirstKey(root, server string) error {
 		if ln.n < 2 {
 			continue
 		}
-		if segs, _ := filepath.Glob(filepath.Join(ln.dir, "chain-*.jsonl")); len(segs) > 0 {
+		if hasSegments(ln.dir) {
 			holder = ln.dir
 			break
 		}
@@ -154,6 +154,14 @@ func checkFirstKey(root, server string) error {
 		return fmt.Errorf("chain: %s is missing but %s holds a chain signed by it: refusing to start a second key (restore it, or remove every lane of server %q's chain)", key, holder, server)
 	}
 	return nil
+}
+
+// hasSegments reports whether the lane in dir holds a segment file. Its
+// writer's Open starts the first one once it has the key, so a lane
+// without one was never opened: its Open failed before then.
+func hasSegments(dir string) bool {
+	segs, _ := filepath.Glob(filepath.Join(dir, "chain-*.jsonl"))
+	return len(segs) > 0
 }
 
 // openLane opens the first lane of server's chain under root that no

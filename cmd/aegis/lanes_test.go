@@ -224,6 +224,14 @@ func TestTidyLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
+	// Lane 2 unsigned as its running writer leaves it between a batch and
+	// its checkpoint: tidyLanes must find it held and leave it, silently.
+	seg2 := filepath.Join(laneDir(root, "fs", 2), "chain-00000000000000000001.jsonl")
+	b2, _ := os.ReadFile(seg2)
+	os.WriteFile(seg2, b2[:bytes.LastIndexByte(b2[:len(b2)-1], '\n')+1], 0o600)
+	if signed, _ := chain.TailSigned(laneDir(root, "fs", 2)); signed {
+		t.Fatal("lane 2 still ends signed")
+	}
 
 	var warn bytes.Buffer
 	tidyLanes(root, "fs", lane{n: 1, dir: laneDir(root, "fs", 1)}, chain.Options{}, &warn)
