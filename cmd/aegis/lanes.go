@@ -71,17 +71,11 @@ func parseLaneName(name string) (server string, n int, ok bool) {
 // in decimal without a sign or leading zeros, so that one lane has one
 // name.
 func parseLaneNumber(s string) (int, bool) {
-	if s == "" || len(s) > 3 || s[0] == '0' {
-		return 0, false
+	if s == "" || s[0] < '1' || s[0] > '9' {
+		return 0, false // empty, signed, or a leading zero
 	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
-	}
-	return n, n >= 2 && n <= maxLanes
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n >= 2 && n <= maxLanes
 }
 
 // parseEntryName reads an entry's name as the commands print it: SEQ, an
@@ -158,10 +152,11 @@ func checkFirstKey(root, server string) error {
 
 // hasSegments reports whether the lane in dir holds a segment file. Its
 // writer's Open starts the first one once it has the key, so a lane
-// without one was never opened: its Open failed before then.
+// without one was never opened: its Open failed before then. A directory
+// chain cannot list counts as holding one, for its reader to report.
 func hasSegments(dir string) bool {
-	segs, _ := filepath.Glob(filepath.Join(dir, "chain-*.jsonl"))
-	return len(segs) > 0
+	starts, err := chain.SegmentStarts(dir)
+	return err != nil || len(starts) > 0
 }
 
 // openLane opens the first lane of server's chain under root that no
