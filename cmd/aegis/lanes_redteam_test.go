@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -304,19 +303,9 @@ func TestOpenLaneAtOnceExisting(t *testing.T) {
 	}
 	key := held.PublicKey()
 	const n = 12
-	logs := make([]*chain.Log, n)
-	lanes := make([]lane, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { logs[i], lanes[i], errs[i] = openLane(root, "fs", chain.Options{}) })
-	}
-	wg.Wait()
+	logs, lanes := openLanesAtOnce(t, root, n)
 	taken := map[int]bool{1: true}
 	for i := range n {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
-		}
 		if taken[lanes[i].n] {
 			t.Fatalf("lane %d taken twice", lanes[i].n)
 		}

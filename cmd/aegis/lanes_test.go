@@ -166,19 +166,9 @@ func TestOpenLaneAtOnce(t *testing.T) {
 	for round := range 10 {
 		root := filepath.Join(t.TempDir(), "chain")
 		const n = 8
-		logs := make([]*chain.Log, n)
-		lanes := make([]lane, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() { logs[i], lanes[i], errs[i] = openLane(root, "fs", chain.Options{}) })
-		}
-		wg.Wait()
+		logs, lanes := openLanesAtOnce(t, root, n)
 		taken := map[int]bool{}
 		for i := range n {
-			if errs[i] != nil {
-				t.Fatalf("round %d: %v", round, errs[i])
-			}
 			defer logs[i].Close()
 			if taken[lanes[i].n] || lanes[i].n < 1 || lanes[i].n > n {
 				t.Fatalf("round %d: lane %d taken twice, or out of 1..%d", round, lanes[i].n, n)
@@ -189,6 +179,27 @@ func TestOpenLaneAtOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// openLanesAtOnce has n goroutines take a lane of server fs under root at
+// the same moment, and returns their logs and lanes, in the goroutines'
+// order.
+func openLanesAtOnce(t *testing.T, root string, n int) ([]*chain.Log, []lane) {
+	t.Helper()
+	logs := make([]*chain.Log, n)
+	lanes := make([]lane, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { logs[i], lanes[i], errs[i] = openLane(root, "fs", chain.Options{}) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return logs, lanes
 }
 
 func TestTidyLanes(t *testing.T) {

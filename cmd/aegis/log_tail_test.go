@@ -21,25 +21,8 @@ import (
 func TestLastEntriesCrashTail(t *testing.T) {
 	build := func(t *testing.T) (string, int) {
 		dir := filepath.Join(t.TempDir(), "fs")
-		l, err := chain.Open(dir, &chain.Options{SegmentSize: 4 << 10, MaxBatch: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
 		const total = 50
-		for i := range total {
-			e := &chain.Entry{
-				Time: time.Date(2026, 11, 30, 0, 0, i, 0, time.UTC), Session: "s", Principal: "p",
-				Server: "fs", Tool: "read", Decision: "allow", Mode: "enforce",
-				Rules: []string{"r"}, Caps: []chain.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/f/%d", i)}},
-				Reason: "ok", Origin: "interactive",
-			}
-			if _, _, err := l.Append(context.Background(), e); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
+		logChain(t, dir, 4<<10, total)
 		return dir, total
 	}
 	for _, tc := range []struct {

@@ -10,16 +10,14 @@ import (
 	"github.com/aegis-mcp/aegis/internal/chain"
 )
 
-// TestLastEntries holds the log's tail read, which starts at a late
-// segment, to the whole chain read from the start: for every n, the same
-// last n entries, in order, whatever segment boundary n falls on.
-func TestLastEntries(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "fs")
-	l, err := chain.Open(dir, &chain.Options{SegmentSize: 6 << 10, MaxBatch: 2})
+// logChain writes a chain of total entries into dir, in segments of
+// segSize bytes, and closes it.
+func logChain(t *testing.T, dir string, segSize int64, total int) {
+	t.Helper()
+	l, err := chain.Open(dir, &chain.Options{SegmentSize: segSize, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const total = 90
 	for i := range total {
 		e := &chain.Entry{
 			Time: time.Date(2026, 11, 30, 0, 0, i, 0, time.UTC), Session: "s", Principal: "p",
@@ -34,6 +32,15 @@ func TestLastEntries(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLastEntries holds the log's tail read, which starts at a late
+// segment, to the whole chain read from the start: for every n, the same
+// last n entries, in order, whatever segment boundary n falls on.
+func TestLastEntries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fs")
+	const total = 90
+	logChain(t, dir, 6<<10, total)
 	starts, _ := chain.SegmentStarts(dir)
 	if len(starts) < 4 {
 		t.Fatalf("%d segments, want several", len(starts))

@@ -2,7 +2,6 @@ package chain
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -19,16 +18,8 @@ import (
 // the first entry it reads to the segment before, is never what broke.)
 func TestScanFromTampered(t *testing.T) {
 	src := t.TempDir()
-	l := openT(t, src, &Options{SegmentSize: 4 << 10, MaxBatch: 3})
 	const n = 40
-	for i := range n {
-		if _, _, err := l.Append(context.Background(), entryN(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	logChain(t, src, &Options{SegmentSize: 4 << 10, MaxBatch: 3}, n)
 	segs, err := listSegments(src)
 	if err != nil || len(segs) < 3 {
 		t.Fatalf("%d segments, %v; want several", len(segs), err)
@@ -120,16 +111,8 @@ func TestScanFromTampered(t *testing.T) {
 // link to the segments before is Verify's to check).
 func TestScanFromGap(t *testing.T) {
 	dir := t.TempDir()
-	l := openT(t, dir, &Options{SegmentSize: 4 << 10, MaxBatch: 3})
 	const n = 40
-	for i := range n {
-		if _, _, err := l.Append(context.Background(), entryN(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	logChain(t, dir, &Options{SegmentSize: 4 << 10, MaxBatch: 3}, n)
 	starts, err := SegmentStarts(dir)
 	if err != nil || len(starts) < 4 {
 		t.Fatalf("SegmentStarts = %v, %v; want several", starts, err)

@@ -9,13 +9,11 @@ import (
 	"testing"
 )
 
-// TestScanFrom holds ScanFrom to Scan: from every seq of a chain of many
-// segments (and before and past it), it passes on exactly the entries
-// Scan passes on from that seq, the same, in order.
-func TestScanFrom(t *testing.T) {
-	dir := t.TempDir()
-	l := openT(t, dir, &Options{SegmentSize: 8 << 10, MaxBatch: 3})
-	const n = 120
+// logChain appends n entries (entryN) to a Log in dir opened with opts, and
+// closes it: every entry signed.
+func logChain(t *testing.T, dir string, opts *Options, n int) {
+	t.Helper()
+	l := openT(t, dir, opts)
 	for i := range n {
 		if _, _, err := l.Append(context.Background(), entryN(i)); err != nil {
 			t.Fatal(err)
@@ -24,6 +22,15 @@ func TestScanFrom(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestScanFrom holds ScanFrom to Scan: from every seq of a chain of many
+// segments (and before and past it), it passes on exactly the entries
+// Scan passes on from that seq, the same, in order.
+func TestScanFrom(t *testing.T) {
+	dir := t.TempDir()
+	const n = 120
+	logChain(t, dir, &Options{SegmentSize: 8 << 10, MaxBatch: 3}, n)
 	starts, err := SegmentStarts(dir)
 	if err != nil || len(starts) < 5 || starts[0] != 1 {
 		t.Fatalf("SegmentStarts = %v, %v; want several segments from 1", starts, err)
@@ -70,13 +77,7 @@ func TestScanFrom(t *testing.T) {
 // business), and does not stop ScanFrom.
 func TestScanFromChecksWhatItReads(t *testing.T) {
 	dir := t.TempDir()
-	l := openT(t, dir, &Options{SegmentSize: 8 << 10, MaxBatch: 3})
-	for i := range 60 {
-		if _, _, err := l.Append(context.Background(), entryN(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.Close()
+	logChain(t, dir, &Options{SegmentSize: 8 << 10, MaxBatch: 3}, 60)
 	starts, _ := SegmentStarts(dir)
 	last := starts[len(starts)-1]
 	// Break the link between the last segment's second entry and its first.

@@ -1,7 +1,6 @@
 package chain
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,15 +19,7 @@ func TestTailSigned(t *testing.T) {
 	// closed returns a chain of n entries, closed: signed.
 	closed := func(t *testing.T, n int, opts *Options) string {
 		dir := t.TempDir()
-		l := openT(t, dir, opts)
-		for i := range n {
-			if _, _, err := l.Append(context.Background(), entryN(i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
+		logChain(t, dir, opts, n)
 		return dir
 	}
 	// dropLastLine removes the last line of dir's last segment (its

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -120,35 +119,7 @@ func TestStderrLogProcesses(t *testing.T) {
 			t.Fatalf("writer %d failed: %v\n%s", i, err, outs[i])
 		}
 	}
-	last := map[string]int{}
-	seen := map[string]bool{}
-	for _, p := range []string{path + ".1", path} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.SplitAfter(string(b), "\n") {
-			if line == "" {
-				continue
-			}
-			var w string
-			var i int
-			if _, err := fmt.Sscanf(line, "%s %d\n", &w, &i); err != nil || len(line) != 10 {
-				t.Fatalf("%s: a torn line %q", p, line)
-			}
-			if seen[line] {
-				t.Fatalf("%s: line %q kept twice", p, line)
-			}
-			seen[line] = true
-			if prev, ok := last[w]; ok && i <= prev {
-				t.Fatalf("%s: %s's line %d after its line %d", p, w, i, prev)
-			}
-			last[w] = i
-		}
-	}
-	if len(seen) == 0 {
-		t.Fatal("no line kept")
-	}
+	checkLogLines(t, path, 0)
 }
 
 // TestStderrLogWriteAfterClose: Run closes the log when it returns, and the
