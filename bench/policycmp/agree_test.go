@@ -175,7 +175,7 @@ func TestAgreementEdges(t *testing.T) {
 	e := build(t, Bench1100())
 	base := func() *policy.Request {
 		return &policy.Request{Server: "fetch", Tool: "fetch", Principal: "alice", Roles: []string{"team-5", "dev"},
-			Origin: policy.Interactive, Bound: true, Tier: capability.TierDataRead}
+			Origin: capability.Interactive, Bound: true, Tier: capability.TierDataRead}
 	}
 	url := func(raw string) capability.Capability {
 		c, err := capability.FromURL(raw)
@@ -250,7 +250,7 @@ func TestAgreementEdges(t *testing.T) {
 			r.Caps = append(r.Caps, url("https://example.org/"))
 		}, policy.Ask},
 		{"unknown origin, deny rule on origin", func(r *policy.Request) {
-			r.Origin = policy.OriginUnknown
+			r.Origin = capability.OriginUnknown
 			r.Caps = append(r.Caps, url("http://api-3.example.com/"))
 		}, policy.Deny},
 		{"git allowed for dev", func(r *policy.Request) { r.Caps = append(r.Caps, cmd("git status")) }, policy.Allow},
@@ -266,7 +266,7 @@ func TestAgreementEdges(t *testing.T) {
 			r.Caps = append(r.Caps, cmd("ls | wc -l"))
 		}, policy.Allow},
 		{"ops shell unattended", func(r *policy.Request) {
-			r.Roles, r.Origin = []string{"ops"}, policy.Unattended
+			r.Roles, r.Origin = []string{"ops"}, capability.Unattended
 			r.Caps = append(r.Caps, cmd("ls | wc -l"))
 		}, policy.Deny},
 		{"dev shell", func(r *policy.Request) { r.Caps = append(r.Caps, cmd("ls | wc -l")) }, policy.Deny},

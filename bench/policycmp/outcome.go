@@ -113,7 +113,7 @@ func tierName(t capability.Tier) string {
 }
 
 // originName is the origin as the generated policies spell it.
-func originName(o policy.Origin) string { return o.String() }
+func originName(o capability.Origin) string { return o.String() }
 
 var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")

@@ -57,7 +57,7 @@ func (g *gen) request() *policy.Request {
 	req := &policy.Request{
 		Server: t[0], Tool: t[1],
 		Principal: g.pick("alice", "bob", "dba", "carol"),
-		Origin:    []policy.Origin{policy.Interactive, policy.Interactive, policy.Unattended, policy.OriginUnknown}[g.r.IntN(4)],
+		Origin:    []capability.Origin{capability.Interactive, capability.Interactive, capability.Unattended, capability.OriginUnknown}[g.r.IntN(4)],
 		Taint:     g.chance(0.15),
 		Bound:     !g.chance(0.1),
 		Tier:      capability.Tier(g.r.IntN(4)),

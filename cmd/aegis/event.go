@@ -8,8 +8,8 @@ import (
 	"fmt"
 
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/gateway"
-	"github.com/aegis-mcp/aegis/internal/policy"
 )
 
 // event is one line of `aegis eval` input: a call when it has "arguments",
@@ -69,12 +69,12 @@ func parseEvent(line []byte) (*event, error) {
 
 func present(m json.RawMessage) bool { return len(m) > 0 && string(m) != "null" }
 
-func parseOrigin(s string) (policy.Origin, error) {
+func parseOrigin(s string) (capability.Origin, error) {
 	switch s {
 	case "", "interactive":
-		return policy.Interactive, nil
+		return capability.Interactive, nil
 	case "unattended":
-		return policy.Unattended, nil
+		return capability.Unattended, nil
 	}
 	return 0, fmt.Errorf("origin %q: want interactive or unattended", s)
 }
@@ -88,7 +88,7 @@ func (ev *event) call() *gateway.Call {
 		Principal: ev.Principal,
 		Roles:     ev.Roles,
 		Origin:    origin,
-		Taint:     ev.Taint || origin == policy.Unattended,
+		Taint:     ev.Taint || origin == capability.Unattended,
 		Turn:      ev.Turn,
 		Server:    ev.Server,
 		Tool:      ev.Tool,

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/dlp"
@@ -212,7 +213,7 @@ type runGate struct {
 	rec                        *gateway.Recorder
 	server, session, principal string
 	roles                      []string
-	origin                     policy.Origin
+	origin                     capability.Origin
 	pins                       *pin.Store
 	logger                     *slog.Logger
 	stderr                     io.Writer
@@ -234,7 +235,7 @@ func (g *runGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error
 		Principal: g.principal,
 		Roles:     g.roles,
 		Origin:    g.origin,
-		Taint:     g.origin == policy.Unattended,
+		Taint:     g.origin == capability.Unattended,
 		Server:    g.server,
 		Tool:      c.Tool,
 		Arguments: c.Arguments,

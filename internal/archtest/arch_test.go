@@ -62,7 +62,7 @@ var layers = map[string][]string{
 	"internal/demoserver": {},
 	"internal/dlp":        {"internal/args"},
 	"internal/shape":      {"internal/args"},
-	"internal/session":    {"internal/args"},
+	"internal/session":    {"internal/args", "internal/capability"},
 	"internal/egress":     {"internal/capability"},
 	"internal/pin":        {"internal/args"},
 	"internal/envelope":   {"internal/args", "internal/dlp"},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
@@ -59,7 +60,7 @@ func TestLocalServerResolvesPolicyPaths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := eng.Check(context.Background(), &gateway.Call{Server: "fs", Tool: "read_text_file", Origin: policy.Interactive,
+			v := eng.Check(context.Background(), &gateway.Call{Server: "fs", Tool: "read_text_file", Origin: capability.Interactive,
 				Arguments: []byte(`{"path":"` + filepath.Join(dir, tt.path) + `"}`)})
 			if v.Effect != tt.want || v.Err != nil || !slices.Contains(v.Decision.Rules(), tt.wantRule) {
 				t.Fatalf("%s: %s (%s), want %s by %q", tt.path, v.Effect, v.Reason(), tt.want, tt.wantRule)

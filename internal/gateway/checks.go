@@ -36,7 +36,7 @@ func refusal(rule string, format string, a ...any) error {
 // sessionFacts merges what the call says of its session with what the
 // session store knows: taint is never lost, and an origin the call does not
 // know is the store's.
-func (e *Engine) sessionFacts(c *Call) (policy.Origin, bool) {
+func (e *Engine) sessionFacts(c *Call) (capability.Origin, bool) {
 	origin, taint := c.Origin, c.Taint
 	if c.Session == "" {
 		return origin, taint
@@ -45,15 +45,10 @@ func (e *Engine) sessionFacts(c *Call) (policy.Origin, bool) {
 	if tainted {
 		taint = true
 	}
-	if origin == policy.OriginUnknown {
-		switch o {
-		case session.Interactive:
-			origin = policy.Interactive
-		case session.Unattended:
-			origin = policy.Unattended
-		}
+	if origin == capability.OriginUnknown {
+		origin = o
 	}
-	if origin == policy.Unattended {
+	if origin == capability.Unattended {
 		taint = true
 	}
 	return origin, taint
@@ -326,7 +321,7 @@ func (e *Engine) identity(principal, source string) (string, bool) {
 // step 7) on the verdict v: egress, provenance of ids, the unattended ask,
 // and the caps, which count a call only once everything else has allowed
 // it and commit is set. A check that refuses makes v a denial.
-func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route, doc *args.Doc, origin policy.Origin, commit bool) {
+func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route, doc *args.Doc, origin capability.Origin, commit bool) {
 	if v.Effect == policy.Deny {
 		return
 	}
@@ -350,7 +345,7 @@ func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route,
 		}
 	}
 	t := r.t
-	if v.Effect == policy.Ask && origin == policy.Unattended && (t == nil || !t.AllowUnattended) {
+	if v.Effect == policy.Ask && origin == capability.Unattended && (t == nil || !t.AllowUnattended) {
 		v.refuse(refusal(RuleUnattended, "this call needs a person's approval, and no person is at an unattended session (%s)", v.Reason()))
 		return
 	}

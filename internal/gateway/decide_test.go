@@ -40,10 +40,10 @@ func TestDecideIntoSetsEveryField(t *testing.T) {
 		req  policy.Request
 	}{
 		{"allowed read", policy.Request{Server: "fs", Tool: "read_text_file", Bound: true, Tier: capability.TierDataRead,
-			Caps: []capability.Capability{{Kind: capability.FSRead, Path: "/home/u/projects/a"}}, Origin: policy.Interactive}},
+			Caps: []capability.Capability{{Kind: capability.FSRead, Path: "/home/u/projects/a"}}, Origin: capability.Interactive}},
 		{"denied read", policy.Request{Server: "fs", Tool: "read_text_file", Bound: true, Tier: capability.TierDataRead,
 			Caps: []capability.Capability{{Kind: capability.FSRead, Path: "/etc/shadow"}}, Taint: true}},
-		{"unbound", policy.Request{Server: "misc", Tool: "x", Origin: policy.Unattended}},
+		{"unbound", policy.Request{Server: "misc", Tool: "x", Origin: capability.Unattended}},
 	}
 	for _, mode := range []string{"", "shadow"} {
 		e := newEngine(t, mode)
@@ -51,7 +51,7 @@ func TestDecideIntoSetsEveryField(t *testing.T) {
 			t.Run(fmt.Sprintf("%s mode %q", tt.name, mode), func(t *testing.T) {
 				stale := Verdict{Effect: policy.Ask, Decision: e.policy.Decide(&tests[0].req),
 					Caps: []capability.Capability{{Kind: capability.FSWrite, Path: "/stale"}}, Bound: true, Tier: capability.TierMutating,
-					Ask: &Refusal{}, Findings: []dlp.Located{{}}, Origin: policy.Unattended, Taint: true,
+					Ask: &Refusal{}, Findings: []dlp.Located{{}}, Origin: capability.Unattended, Taint: true,
 					Err: errors.New("stale"), Arguments: []byte(`{"stale":1}`)}
 				fwd := []byte(`{"path":"a"}`)
 				got, want := stale, stale

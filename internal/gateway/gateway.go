@@ -123,15 +123,8 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 // OpenSession starts session id with its origin, once, when the session
 // starts: an unattended session is tainted from its start. A call in a
 // session the engine never opened (or has forgotten) is treated as tainted.
-func (e *Engine) OpenSession(id string, origin policy.Origin) {
-	o := session.OriginUnknown
-	switch origin {
-	case policy.Interactive:
-		o = session.Interactive
-	case policy.Unattended:
-		o = session.Unattended
-	}
-	e.sessions.Open(id, o)
+func (e *Engine) OpenSession(id string, origin capability.Origin) {
+	e.sessions.Open(id, origin)
 }
 
 // Policy returns the engine's policy.
@@ -145,7 +138,7 @@ type Call struct {
 	Session   string
 	Principal string
 	Roles     []string
-	Origin    policy.Origin
+	Origin    capability.Origin
 	Taint     bool
 	Turn      int
 	Server    string
@@ -182,7 +175,7 @@ type Verdict struct {
 	// Origin and Taint are the session facts the policy saw: the call's,
 	// merged with what the session store knows (taint is never lost).
 	// Zero when the call did not reach the policy.
-	Origin policy.Origin
+	Origin capability.Origin
 	Taint  bool
 	// Err is why the call could not be decided (unknown server, arguments
 	// over a limit or not strict JSON, an argument that cannot be
@@ -388,7 +381,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		fwd, err = e.shape(c, s, r.t, sc, fwd)
 		doc = sc.doc
 	}
-	var origin policy.Origin
+	var origin capability.Origin
 	var taint bool
 	if err == nil {
 		origin, taint = e.sessionFacts(c)

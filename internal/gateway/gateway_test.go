@@ -238,7 +238,7 @@ func allChecksCall(b testing.TB) (*Engine, *Call) {
 		Set:   []Assign{{Pointer: mustPointer(b, "/encoding"), Value: []byte(`"utf-8"`)}},
 		Caps:  session.Limits{PerTurn: 1 << 30, PerSession: 1 << 30},
 	}}
-	e.OpenSession("s", policy.Interactive)
+	e.OpenSession("s", capability.Interactive)
 	return e, &Call{Session: "s", Principal: "alice", Server: "fs", Tool: "read_text_file",
 		Arguments: []byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`),
 		Schema:    []byte(readTextFileSchema), SchemaKey: [32]byte{1}}

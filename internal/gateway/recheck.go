@@ -52,10 +52,10 @@ func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *chain.Entry) (
 		Bound:     ent.Bound,
 	}
 	switch ent.Origin {
-	case policy.Interactive.String():
-		req.Origin = policy.Interactive
-	case policy.Unattended.String():
-		req.Origin = policy.Unattended
+	case capability.Interactive.String():
+		req.Origin = capability.Interactive
+	case capability.Unattended.String():
+		req.Origin = capability.Unattended
 	}
 	if ent.Bound && ent.Tier != "" {
 		t, err := capability.ParseTier(ent.Tier)

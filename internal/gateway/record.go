@@ -147,7 +147,7 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 	e.Caps = CapsOf(v.Caps)
 	e.Decision = v.Effect.String()
 	e.Reason = v.Reason()
-	if v.Origin != policy.OriginUnknown {
+	if v.Origin != capability.OriginUnknown {
 		// The facts the policy saw, the session store's included.
 		e.Origin, e.Taint = v.Origin.String(), v.Taint
 	}

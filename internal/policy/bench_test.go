@@ -138,7 +138,7 @@ func TestGenerate(t *testing.T) {
 func benchRequest() *Request {
 	return &Request{
 		Server: "fs", Tool: "read_file", Principal: "alice", Roles: []string{"dev", "team-537"},
-		Origin: Interactive, Bound: true, Tier: capability.TierDataRead,
+		Origin: capability.Interactive, Bound: true, Tier: capability.TierDataRead,
 		Caps: caps(
 			fsRead("/srv/projects/team-537/src/main.go"),
 			fsWrite("/srv/projects/team-537/build/out.o"),
@@ -176,7 +176,7 @@ func BenchmarkDecide1100Deny(b *testing.B) {
 func BenchmarkDecideCEL(b *testing.B) {
 	r := &Request{
 		Server: "fs", Tool: "read_file", Principal: "alice", Roles: []string{"dev"},
-		Origin: Interactive, Bound: true, Tier: capability.TierDataRead,
+		Origin: capability.Interactive, Bound: true, Tier: capability.TierDataRead,
 		Caps: caps(fsRead("/home/a/src/main.go"), fsWrite("/home/a/src/.env.local")),
 	}
 	benchDecide(b, fixture(b, "cel.yaml"), r, Deny)

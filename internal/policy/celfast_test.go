@@ -263,7 +263,7 @@ func genList(r *rand.Rand, long bool) []string {
 func genVars(r *rand.Rand, long bool) *celVars {
 	req := &Request{
 		Server: genString(r), Tool: genString(r), Principal: genString(r), Roles: genList(r, long),
-		Origin: Origin(r.IntN(3)), Taint: r.IntN(2) == 0, Tier: capability.Tier(r.IntN(4)),
+		Origin: capability.Origin(r.IntN(3)), Taint: r.IntN(2) == 0, Tier: capability.Tier(r.IntN(4)),
 	}
 	c := &capability.Capability{
 		Kind: capability.Kind(r.IntN(6)), Path: genString(r), Scheme: genString(r), Host: genString(r),
@@ -430,7 +430,7 @@ func FuzzFastCondition(f *testing.F) {
 		if err != nil {
 			return
 		}
-		req := &Request{Server: host, Tool: path, Principal: role, Roles: []string{role, path}, Taint: bits&1 != 0, Origin: Origin(bits >> 1 & 1)}
+		req := &Request{Server: host, Tool: path, Principal: role, Roles: []string{role, path}, Taint: bits&1 != 0, Origin: capability.Origin(bits >> 1 & 1)}
 		cp := &capability.Capability{Kind: capability.Kind(bits >> 2 & 3), Path: path, Host: host, Port: uint16(port), URL: role,
 			Argv: []string{role, host}[:bits>>4&1+bits>>5&1], Shell: bits&0x40 != 0, ID: role}
 		if bits&0x80 != 0 {

@@ -16,7 +16,7 @@ type Request struct {
 	Tool      string
 	Principal string
 	Roles     []string
-	Origin    Origin
+	Origin    capability.Origin
 	Taint     bool // the session is tainted
 	// Bound says the tool has a confirmed binding. An unbound tool is
 	// reached only by rules that say `unbound: true`, and by deny rules.

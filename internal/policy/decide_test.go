@@ -12,7 +12,7 @@ import (
 
 // req returns a bound, interactive call of tool on server by alice.
 func req(server, tool string, cs ...capability.Capability) *Request {
-	return &Request{Server: server, Tool: tool, Principal: "alice", Origin: Interactive, Bound: true, Tier: capability.TierDataRead, Caps: cs}
+	return &Request{Server: server, Tool: tool, Principal: "alice", Origin: capability.Interactive, Bound: true, Tier: capability.TierDataRead, Caps: cs}
 }
 
 func with(r *Request, f func(*Request)) *Request { f(r); return r }
@@ -38,8 +38,8 @@ func TestDecideMatchers(t *testing.T) {
 			outcome{Effect: A, Would: A, Action: "deploy-dev"}},
 		{"no matching role", with(req("x", "deploy"), func(r *Request) { r.Roles = []string{"qa"} }), outcome{Effect: D, Would: D}},
 		{"tainted", with(req("x", "deploy"), func(r *Request) { r.Roles = []string{"dev"}; r.Taint = true }), outcome{Effect: D, Would: D}},
-		{"unattended", with(req("x", "deploy"), func(r *Request) { r.Roles = []string{"dev"}; r.Origin = Unattended }), outcome{Effect: D, Would: D}},
-		{"unknown origin grants nothing", with(req("x", "deploy"), func(r *Request) { r.Roles = []string{"dev"}; r.Origin = OriginUnknown }),
+		{"unattended", with(req("x", "deploy"), func(r *Request) { r.Roles = []string{"dev"}; r.Origin = capability.Unattended }), outcome{Effect: D, Would: D}},
+		{"unknown origin grants nothing", with(req("x", "deploy"), func(r *Request) { r.Roles = []string{"dev"}; r.Origin = capability.OriginUnknown }),
 			outcome{Effect: D, Would: D}},
 		{"out-of-range origin grants nothing", with(req("x", "deploy"), func(r *Request) { r.Roles = []string{"dev"}; r.Origin = 9 }),
 			outcome{Effect: D, Would: D}},
@@ -47,11 +47,11 @@ func TestDecideMatchers(t *testing.T) {
 			outcome{Effect: A, Would: A, Action: "misc-read-only"}},
 		{"tier unknown is mutating", with(req("misc", "time"), func(r *Request) { r.Tier = capability.TierUnknown }),
 			outcome{Effect: D, Would: D}},
-		{"unattended mutation denied by rule", with(req("misc", "send"), func(r *Request) { r.Tier = capability.TierMutating; r.Origin = Unattended }),
+		{"unattended mutation denied by rule", with(req("misc", "send"), func(r *Request) { r.Tier = capability.TierMutating; r.Origin = capability.Unattended }),
 			outcome{Effect: D, Would: D, Action: "misc-no-unattended-mutation"}},
-		{"unknown tier matches the mutating deny", with(req("misc", "send"), func(r *Request) { r.Tier = capability.TierUnknown; r.Origin = Unattended }),
+		{"unknown tier matches the mutating deny", with(req("misc", "send"), func(r *Request) { r.Tier = capability.TierUnknown; r.Origin = capability.Unattended }),
 			outcome{Effect: D, Would: D, Action: "misc-no-unattended-mutation"}},
-		{"unknown origin matches the unattended deny", with(req("misc", "x"), func(r *Request) { r.Tier = capability.TierMutating; r.Origin = OriginUnknown }),
+		{"unknown origin matches the unattended deny", with(req("misc", "x"), func(r *Request) { r.Tier = capability.TierMutating; r.Origin = capability.OriginUnknown }),
 			outcome{Effect: D, Would: D, Action: "misc-no-unattended-mutation"}},
 
 		// Unbound tools.

@@ -116,7 +116,7 @@ func (c chooser) request() *Request {
 		Server:    c.of("fs", "fetch", "git", "shell", "mail", "db", "calendar", "browser", "legacy", "slack", "sh", "misc", "web", "x", ""),
 		Tool:      c.of("read_file", "list_directory", "write_file", "edit_file", "fetch", "git_push", "git_status", "run_command", "run", "delete_x", "drop_table", "admin_users", "deploy", "query", "list_events", "navigate", "post_message", "read_channel", "t", "", "read_", "time", "send"),
 		Principal: c.of("alice", "bob", "carol", "dba", "mallory", "dave", "eve", ""),
-		Origin:    Origin(c(4)),
+		Origin:    capability.Origin(c(4)),
 		Taint:     c(3) == 0,
 		Bound:     c(5) != 0,
 		Tier:      capability.Tier(c(5)),

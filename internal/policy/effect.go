@@ -92,37 +92,3 @@ func parseMode(s string) (Mode, bool) {
 	}
 	return Enforce, false
 }
-
-// Origin says who started the session a call belongs to (DESIGN.md R19).
-// The zero Origin is unknown: a rule that matches on origin grants nothing
-// to a call of unknown origin, and a deny rule that matches on origin
-// applies to it whatever origin it names. The gateway MUST set the origin.
-type Origin uint8
-
-// The origins.
-const (
-	OriginUnknown Origin = iota
-	Interactive          // a person is at the client
-	Unattended           // started by a trigger, a schedule or another agent
-)
-
-// String returns "interactive", "unattended" or "unknown".
-func (o Origin) String() string {
-	switch o {
-	case Interactive:
-		return "interactive"
-	case Unattended:
-		return "unattended"
-	}
-	return "unknown"
-}
-
-func parseOrigin(s string) (Origin, bool) {
-	switch s {
-	case "interactive":
-		return Interactive, true
-	case "unattended":
-		return Unattended, true
-	}
-	return OriginUnknown, false
-}

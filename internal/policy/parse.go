@@ -149,7 +149,7 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 	r.principals = c.names("principal", rs.Principal)
 	r.roles = c.names("role", rs.Role)
 	if rs.Origin.set {
-		o, ok := parseOrigin(rs.Origin.value)
+		o, ok := capability.ParseOrigin(rs.Origin.value)
 		if !ok {
 			c.errorf(rs.Origin.pos, "bad origin %q: want interactive or unattended", rs.Origin.value)
 		}

@@ -311,7 +311,7 @@ func TestResolvedPatterns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := s.Decide(&Request{Server: "fs", Tool: "read_file", Origin: Interactive, Bound: true,
+			d := s.Decide(&Request{Server: "fs", Tool: "read_file", Origin: capability.Interactive, Bound: true,
 				Caps: []capability.Capability{{Kind: capability.FSRead, Path: tt.path}}})
 			if d.Effect() != tt.want {
 				t.Fatalf("%s: %s, want %s (%s)", tt.path, d.Effect(), tt.want, d.Reason())

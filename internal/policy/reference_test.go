@@ -105,8 +105,8 @@ func refCallScalars(r *rule, req *Request) bool {
 	} else if !req.Bound && r.effect != Deny {
 		return false
 	}
-	if r.origin != OriginUnknown && r.origin != req.Origin {
-		known := req.Origin == Interactive || req.Origin == Unattended
+	if r.origin != capability.OriginUnknown && r.origin != req.Origin {
+		known := req.Origin == capability.Interactive || req.Origin == capability.Unattended
 		if known || r.effect != Deny {
 			return false
 		}

@@ -41,7 +41,7 @@ type rule struct {
 	effect  Effect
 	shadow  bool
 	unbound bool
-	origin  Origin
+	origin  capability.Origin
 	taint   int8  // 0: any, 1: untainted, 2: tainted
 	tiers   uint8 // bit set of capability.Tier; 0: any
 	kinds   kindSet
@@ -130,9 +130,9 @@ func callBits(req *Request) uint32 {
 		b |= bitUntainted
 	}
 	switch req.Origin {
-	case Interactive:
+	case capability.Interactive:
 		b |= bitInteractive
-	case Unattended:
+	case capability.Unattended:
 		b |= bitUnattended
 	default:
 		b |= bitOriginUnknown
@@ -170,14 +170,14 @@ func (r *rule) callMask() uint32 {
 		m |= bitUntainted | bitTainted
 	}
 	switch r.origin {
-	case Interactive:
+	case capability.Interactive:
 		m |= bitInteractive
-	case Unattended:
+	case capability.Unattended:
 		m |= bitUnattended
 	default:
 		m |= bitInteractive | bitUnattended | bitOriginUnknown
 	}
-	if r.origin != OriginUnknown && r.effect == Deny {
+	if r.origin != capability.OriginUnknown && r.effect == Deny {
 		m |= bitOriginUnknown
 	}
 	if r.tiers == 0 {

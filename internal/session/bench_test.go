@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
 )
 
 // benchStore holds 1,000 sessions with 100 ids each of one kind, on a clock that moves
@@ -17,7 +19,7 @@ func benchStore(b *testing.B) *Store {
 	}
 	for i := range 1000 {
 		s := fmt.Sprintf("session-%d", i)
-		st.Open(s, Interactive)
+		st.Open(s, capability.Interactive)
 		st.Record(s, "mail.message", ids)
 	}
 	return st

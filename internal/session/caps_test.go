@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -139,14 +140,14 @@ func TestTakeWithoutLimitsKeepsNothing(t *testing.T) {
 
 func TestTakeStartsForgottenSessionTainted(t *testing.T) {
 	st, _ := newStore(&Options{MaxSessions: 1})
-	st.Open("s1", Interactive)
+	st.Open("s1", capability.Interactive)
 	st.Take("s1", "t", "x", Limits{PerSession: 1})
-	st.Open("s2", Interactive) // evicts s1
+	st.Open("s2", capability.Interactive) // evicts s1
 	if ok, _ := st.Take("s1", "t", "x", Limits{PerSession: 1}); !ok {
 		t.Fatal("evicted session's count did not restart")
 	}
 	origin, tainted, by := st.State("s1")
-	if diff := cmp.Diff([]any{OriginUnknown, true, TaintedUnknownSession}, []any{origin, tainted, by}); diff != "" {
+	if diff := cmp.Diff([]any{capability.OriginUnknown, true, TaintedUnknownSession}, []any{origin, tainted, by}); diff != "" {
 		t.Errorf("State (-want +got):\n%s", diff)
 	}
 }
@@ -164,8 +165,8 @@ func TestCapString(t *testing.T) {
 // each (session, tool) on its own — whichever was used last.
 func TestTakeAcrossSessionsAndTools(t *testing.T) {
 	st, _ := newStore(&Options{MaxSessions: 2})
-	st.Open("a", Interactive)
-	st.Open("b", Interactive)
+	st.Open("a", capability.Interactive)
+	st.Open("b", capability.Interactive)
 	one := Limits{PerSession: 1}
 	steps := []struct {
 		id, tool string
@@ -192,7 +193,7 @@ func TestTakeAcrossSessionsAndTools(t *testing.T) {
 	if _, tainted, by := st.State("a"); !tainted || by != TaintedUnknownSession {
 		t.Errorf("the evicted session came back as tainted %v by %q, want tainted by %q", tainted, by, TaintedUnknownSession)
 	}
-	if o, _, _ := st.State("b"); o != Interactive {
+	if o, _, _ := st.State("b"); o != capability.Interactive {
 		t.Errorf("session b's origin is %v after the others' calls", o)
 	}
 }

@@ -31,7 +31,7 @@
 // # Example
 //
 //	st := session.New(nil)
-//	st.Open("s1", session.Interactive)
+//	st.Open("s1", capability.Interactive)
 //	st.Record("s1", "mail.message", session.IDs(nil, idsPointer, result))
 //	if ok, why := st.Check("s1", "mail.message", session.IDs(nil, argPointer, arguments)); !ok {
 //		return deny(why)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
 )
 
 // FuzzIDs runs a sequence of records and checks read from data against a naive model
@@ -15,7 +17,7 @@ func FuzzIDs(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const max, ttl = 3, 100 * time.Second
 		st, clock := newStore(&Options{MaxIDs: max, IDTTL: ttl})
-		st.Open("s", Interactive)
+		st.Open("s", capability.Interactive)
 		type rec struct {
 			id string
 			at time.Duration

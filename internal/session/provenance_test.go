@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -112,9 +113,9 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st, clock := newStore(tt.opt)
-			st.Open("s1", Interactive)
+			st.Open("s1", capability.Interactive)
 			for _, s := range tt.open {
-				st.Open(s, Interactive)
+				st.Open(s, capability.Interactive)
 			}
 			for _, r := range tt.records {
 				clock.Advance(r.wait)
@@ -141,7 +142,7 @@ func TestCheck(t *testing.T) {
 
 func TestCheckReasonNamesNoValue(t *testing.T) {
 	st, _ := newStore(nil)
-	st.Open("s", Interactive)
+	st.Open("s", capability.Interactive)
 	st.Record("s", "k", []string{"known-id-7"})
 	for _, c := range [][]string{{"SECRET-ID-123"}, {"known-id-7", "SECRET-ID-123"}} {
 		ok, reason := st.Check("s", "k", c)
@@ -190,7 +191,7 @@ func TestIDs(t *testing.T) {
 // of them allowed, a call naming an object where the id should be refused.
 func TestIDsEndToEnd(t *testing.T) {
 	st, _ := newStore(nil)
-	st.Open("s", Interactive)
+	st.Open("s", capability.Interactive)
 	var result, call args.Doc
 	mustDecode := func(d *args.Doc, s string) {
 		if err := d.Decode([]byte(s), nil); err != nil {

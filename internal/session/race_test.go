@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
 )
 
 // TestTakeConcurrent shows that concurrent calls cannot overrun a cap: of many calls
@@ -12,7 +14,7 @@ import (
 func TestTakeConcurrent(t *testing.T) {
 	const workers, each, limit = 8, 200, 500
 	st, _ := newStore(nil)
-	st.Open("s", Interactive)
+	st.Open("s", capability.Interactive)
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
@@ -43,7 +45,7 @@ func TestConcurrentUse(t *testing.T) {
 				s := fmt.Sprintf("s%d", (w+i)%5)
 				switch i % 6 {
 				case 0:
-					st.Open(s, Origin(i%3))
+					st.Open(s, capability.Origin(i%3))
 				case 1:
 					st.Record(s, "k", []string{fmt.Sprint(i), fmt.Sprint(i + 1)})
 				case 2:

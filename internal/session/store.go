@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
 )
 
 // Options configures a [Store]. The zero value works: each zero field means the
@@ -89,7 +91,7 @@ func New(o *Options) *Store {
 // state is one session.
 type state struct {
 	id         string
-	origin     Origin
+	origin     capability.Origin
 	tainted    bool
 	taintedBy  string
 	used       time.Duration // last use, as an offset from the store's epoch
@@ -115,30 +117,30 @@ func (s *Store) Len() int {
 // unattended (and tainted) but not the reverse, and taint is never cleared. Opening a
 // session the store has forgotten starts it clean, so Open MUST NOT be called for a
 // session that was already running.
-func (s *Store) Open(id string, origin Origin) {
+func (s *Store) Open(id string, origin capability.Origin) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
 	st := s.lookup(id, now)
 	if st == nil {
 		st = s.create(id, now)
-		if origin != Interactive && origin != Unattended {
-			origin = OriginUnknown
+		if origin != capability.Interactive && origin != capability.Unattended {
+			origin = capability.OriginUnknown
 		}
 		st.origin = origin
-		if origin == Unattended {
+		if origin == capability.Unattended {
 			st.taint(TaintedUnattended)
-		} else if origin == OriginUnknown {
+		} else if origin == capability.OriginUnknown {
 			st.taint(TaintedUnknownOrigin)
 		}
 		return
 	}
 	switch {
-	case origin == Unattended && st.origin != Unattended:
-		st.origin = Unattended
+	case origin == capability.Unattended && st.origin != capability.Unattended:
+		st.origin = capability.Unattended
 		st.taint(TaintedUnattended)
-	case origin == Interactive && st.origin == OriginUnknown:
-		st.origin = Interactive
+	case origin == capability.Interactive && st.origin == capability.OriginUnknown:
+		st.origin = capability.Interactive
 	}
 }
 

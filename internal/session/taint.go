@@ -1,29 +1,10 @@
 package session
 
-import "strings"
+import (
+	"strings"
 
-// Origin says who started a session (DESIGN.md R19). Its values mirror policy.Origin,
-// which the gateway converts it to; this package sits beside policy, not above it.
-type Origin uint8
-
-// The origins. The zero Origin is unknown: the origin of a session the store has
-// forgotten or never opened.
-const (
-	OriginUnknown Origin = iota
-	Interactive          // a person is at the client
-	Unattended           // started by a trigger, a schedule or another agent
+	"github.com/aegis-mcp/aegis/internal/capability"
 )
-
-// String returns "interactive", "unattended" or "unknown".
-func (o Origin) String() string {
-	switch o {
-	case Interactive:
-		return "interactive"
-	case Unattended:
-		return "unattended"
-	}
-	return "unknown"
-}
 
 // What State reports as taintedBy for a session tainted by the store itself rather
 // than by a tool.
@@ -51,12 +32,12 @@ func (s *Store) Taint(id, by string) {
 // it is tainted, and the first thing that tainted it. A session the store does not
 // hold is of unknown origin and tainted by [TaintedUnknownSession]; asking does not
 // start it.
-func (s *Store) State(id string) (origin Origin, tainted bool, taintedBy string) {
+func (s *Store) State(id string) (origin capability.Origin, tainted bool, taintedBy string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.lookup(id, s.clock())
 	if st == nil {
-		return OriginUnknown, true, TaintedUnknownSession
+		return capability.OriginUnknown, true, TaintedUnknownSession
 	}
 	return st.origin, st.tainted, st.taintedBy
 }

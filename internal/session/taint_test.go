@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/google/go-cmp/cmp"
 )
 
 type stateOf struct {
-	Origin    Origin
+	Origin    capability.Origin
 	Tainted   bool
 	TaintedBy string
 }
@@ -20,94 +21,94 @@ func TestState(t *testing.T) {
 		run  func(st *Store, clock *fakeClock)
 		want stateOf
 	}{
-		{"interactive", nil, func(st *Store, _ *fakeClock) { st.Open("s", Interactive) }, stateOf{Interactive, false, ""}},
-		{"unattended tainted from the start", nil, func(st *Store, _ *fakeClock) { st.Open("s", Unattended) }, stateOf{Unattended, true, TaintedUnattended}},
-		{"opened with unknown origin", nil, func(st *Store, _ *fakeClock) { st.Open("s", OriginUnknown) }, stateOf{OriginUnknown, true, TaintedUnknownOrigin}},
-		{"opened with a bad origin", nil, func(st *Store, _ *fakeClock) { st.Open("s", Origin(7)) }, stateOf{OriginUnknown, true, TaintedUnknownOrigin}},
+		{"interactive", nil, func(st *Store, _ *fakeClock) { st.Open("s", capability.Interactive) }, stateOf{capability.Interactive, false, ""}},
+		{"unattended tainted from the start", nil, func(st *Store, _ *fakeClock) { st.Open("s", capability.Unattended) }, stateOf{capability.Unattended, true, TaintedUnattended}},
+		{"opened with unknown origin", nil, func(st *Store, _ *fakeClock) { st.Open("s", capability.OriginUnknown) }, stateOf{capability.OriginUnknown, true, TaintedUnknownOrigin}},
+		{"opened with a bad origin", nil, func(st *Store, _ *fakeClock) { st.Open("s", capability.Origin(7)) }, stateOf{capability.OriginUnknown, true, TaintedUnknownOrigin}},
 		{"untrusted result", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			st.Taint("s", "web_fetch")
-		}, stateOf{Interactive, true, "web_fetch"}},
+		}, stateOf{capability.Interactive, true, "web_fetch"}},
 		{"first taint kept", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			st.Taint("s", "web_fetch")
 			st.Taint("s", "read_mail")
-		}, stateOf{Interactive, true, "web_fetch"}},
+		}, stateOf{capability.Interactive, true, "web_fetch"}},
 		{"unattended keeps its reason", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Unattended)
+			st.Open("s", capability.Unattended)
 			st.Taint("s", "web_fetch")
-		}, stateOf{Unattended, true, TaintedUnattended}},
+		}, stateOf{capability.Unattended, true, TaintedUnattended}},
 		{"unnamed taint", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			st.Taint("s", "")
-		}, stateOf{Interactive, true, TaintedUnnamed}},
+		}, stateOf{capability.Interactive, true, TaintedUnnamed}},
 		{"taint in another session", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
-			st.Open("other", Interactive)
+			st.Open("s", capability.Interactive)
+			st.Open("other", capability.Interactive)
 			st.Taint("other", "web_fetch")
-		}, stateOf{Interactive, false, ""}},
+		}, stateOf{capability.Interactive, false, ""}},
 
 		// Open never loosens.
 		{"reopen interactive keeps unattended", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Unattended)
-			st.Open("s", Interactive)
-		}, stateOf{Unattended, true, TaintedUnattended}},
+			st.Open("s", capability.Unattended)
+			st.Open("s", capability.Interactive)
+		}, stateOf{capability.Unattended, true, TaintedUnattended}},
 		{"reopen unattended tightens", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
-			st.Open("s", Unattended)
-		}, stateOf{Unattended, true, TaintedUnattended}},
+			st.Open("s", capability.Interactive)
+			st.Open("s", capability.Unattended)
+		}, stateOf{capability.Unattended, true, TaintedUnattended}},
 		{"reopen keeps taint", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			st.Taint("s", "web_fetch")
-			st.Open("s", Interactive)
-		}, stateOf{Interactive, true, "web_fetch"}},
+			st.Open("s", capability.Interactive)
+		}, stateOf{capability.Interactive, true, "web_fetch"}},
 		{"reopen with unknown origin changes nothing", nil, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
-			st.Open("s", OriginUnknown)
-		}, stateOf{Interactive, false, ""}},
+			st.Open("s", capability.Interactive)
+			st.Open("s", capability.OriginUnknown)
+		}, stateOf{capability.Interactive, false, ""}},
 
 		// Forgotten sessions.
-		{"never opened", nil, func(*Store, *fakeClock) {}, stateOf{OriginUnknown, true, TaintedUnknownSession}},
-		{"write to an unopened session", nil, func(st *Store, _ *fakeClock) { st.Record("s", "k", []string{"x"}) }, stateOf{OriginUnknown, true, TaintedUnknownSession}},
+		{"never opened", nil, func(*Store, *fakeClock) {}, stateOf{capability.OriginUnknown, true, TaintedUnknownSession}},
+		{"write to an unopened session", nil, func(st *Store, _ *fakeClock) { st.Record("s", "k", []string{"x"}) }, stateOf{capability.OriginUnknown, true, TaintedUnknownSession}},
 		{"open after a write keeps the taint", nil, func(st *Store, _ *fakeClock) {
 			st.Take("s", "t", "x", Limits{PerTurn: 1})
-			st.Open("s", Interactive)
-		}, stateOf{Interactive, true, TaintedUnknownSession}},
-		{"taint of an unopened session", nil, func(st *Store, _ *fakeClock) { st.Taint("s", "web_fetch") }, stateOf{OriginUnknown, true, TaintedUnknownSession}},
+			st.Open("s", capability.Interactive)
+		}, stateOf{capability.Interactive, true, TaintedUnknownSession}},
+		{"taint of an unopened session", nil, func(st *Store, _ *fakeClock) { st.Taint("s", "web_fetch") }, stateOf{capability.OriginUnknown, true, TaintedUnknownSession}},
 		{"idle too long", &Options{IdleTTL: time.Hour}, func(st *Store, c *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			c.Advance(time.Hour)
-		}, stateOf{OriginUnknown, true, TaintedUnknownSession}},
+		}, stateOf{capability.OriginUnknown, true, TaintedUnknownSession}},
 		{"used within the idle ttl", &Options{IdleTTL: time.Hour}, func(st *Store, c *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			c.Advance(59 * time.Minute)
 			st.State("s")
 			c.Advance(59 * time.Minute)
-		}, stateOf{Interactive, false, ""}},
+		}, stateOf{capability.Interactive, false, ""}},
 		{"tainted then idle: back tainted", &Options{IdleTTL: time.Hour}, func(st *Store, c *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			st.Taint("s", "web_fetch")
 			c.Advance(2 * time.Hour)
 			st.Record("s", "k", []string{"x"})
-		}, stateOf{OriginUnknown, true, TaintedUnknownSession}},
+		}, stateOf{capability.OriginUnknown, true, TaintedUnknownSession}},
 		{"least recently used evicted", &Options{MaxSessions: 2}, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
-			st.Open("b", Interactive)
+			st.Open("s", capability.Interactive)
+			st.Open("b", capability.Interactive)
 			st.State("s") // s is now more recent than b
-			st.Open("c", Interactive)
-		}, stateOf{Interactive, false, ""}},
+			st.Open("c", capability.Interactive)
+		}, stateOf{capability.Interactive, false, ""}},
 		{"evicted when the table is full", &Options{MaxSessions: 2}, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			st.Taint("s", "web_fetch")
-			st.Open("b", Interactive)
-			st.Open("c", Interactive)
-		}, stateOf{OriginUnknown, true, TaintedUnknownSession}},
+			st.Open("b", capability.Interactive)
+			st.Open("c", capability.Interactive)
+		}, stateOf{capability.OriginUnknown, true, TaintedUnknownSession}},
 		{"opened again after eviction starts clean", &Options{MaxSessions: 1}, func(st *Store, _ *fakeClock) {
-			st.Open("s", Interactive)
+			st.Open("s", capability.Interactive)
 			st.Taint("s", "web_fetch")
-			st.Open("b", Interactive)
-			st.Open("s", Interactive)
-		}, stateOf{Interactive, false, ""}},
+			st.Open("b", capability.Interactive)
+			st.Open("s", capability.Interactive)
+		}, stateOf{capability.Interactive, false, ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +135,7 @@ func TestStateDoesNotStartASession(t *testing.T) {
 func TestSweep(t *testing.T) {
 	st, clock := newStore(&Options{IdleTTL: time.Hour})
 	for _, s := range []string{"a", "b", "c"} {
-		st.Open(s, Interactive)
+		st.Open(s, capability.Interactive)
 		clock.Advance(10 * time.Minute)
 	}
 	clock.Advance(35 * time.Minute) // a idle 65m, b 55m, c 45m
@@ -152,7 +153,7 @@ func TestSweep(t *testing.T) {
 func TestMaxSessions(t *testing.T) {
 	st, _ := newStore(&Options{MaxSessions: 3})
 	for i := range 100 {
-		st.Open(string(rune('a'+i%26))+string(rune('0'+i/26)), Interactive)
+		st.Open(string(rune('a'+i%26))+string(rune('0'+i/26)), capability.Interactive)
 		if n := st.Len(); n > 3 {
 			t.Fatalf("Len = %d after %d opens", n, i+1)
 		}
@@ -160,9 +161,9 @@ func TestMaxSessions(t *testing.T) {
 }
 
 func TestOriginString(t *testing.T) {
-	for o, want := range map[Origin]string{OriginUnknown: "unknown", Interactive: "interactive", Unattended: "unattended", Origin(9): "unknown"} {
+	for o, want := range map[capability.Origin]string{capability.OriginUnknown: "unknown", capability.Interactive: "interactive", capability.Unattended: "unattended", capability.Origin(9): "unknown"} {
 		if got := o.String(); got != want {
-			t.Errorf("Origin(%d).String() = %q, want %q", o, got, want)
+			t.Errorf("capability.Origin(%d).String() = %q, want %q", o, got, want)
 		}
 	}
 }
