@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/policy"
 )
 
 // cmdExplain prints why one call gets its decision: the binding, the
@@ -45,7 +47,17 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	v, x := eng.Explain(context.Background(), ev.call())
+	sess, err := newEvalSession(eng, ev.Server)
+	if err != nil {
+		return err
+	}
+	var v gateway.Verdict
+	var x *policy.Explanation
+	if sess != nil {
+		v, x = sess.Explain(context.Background(), ev.call())
+	} else {
+		v = eng.Check(context.Background(), ev.call()) // an unknown server: denied, saying so
+	}
 	fmt.Fprintf(stdout, "call     %s/%s by %q\n", ev.Server, ev.Tool, ev.Principal)
 	if s := eng.Server(ev.Server); s != nil {
 		if b := s.Bindings[ev.Tool]; b != nil {
@@ -53,6 +65,9 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		} else {
 			fmt.Fprintf(stdout, "binding  none: the tool is unbound (only rules saying unbound: true allow it)\n")
 		}
+	}
+	if sess != nil && !sess.PinsKnown() {
+		fmt.Fprintf(stdout, "pins     none: aegis run never listed this server's tools, so the pin and schema steps are skipped\n")
 	}
 	for _, c := range capsJSON(v.Caps) {
 		fmt.Fprintf(stdout, "derived  %s\n", capLine(c))

@@ -48,8 +48,8 @@ func TestEnvelopeForwarded(t *testing.T) {
 			}
 			defer envs.Close()
 			log := &memLog{}
-			rec := &Recorder{Engine: e, Log: log, Envelopes: envs}
-			v, err := rec.Call(context.Background(), &tc.c, [32]byte{})
+			rec := &recorder{Engine: e, Log: log, Envelopes: envs}
+			v, err := rec.call(context.Background(), &tc.c, new(callMem))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,9 +92,9 @@ func TestNoEnvelopeWithoutEntry(t *testing.T) {
 	}
 	defer envs.Close()
 	log := &failLog{}
-	rec := &Recorder{Engine: e, Log: log, Envelopes: envs}
+	rec := &recorder{Engine: e, Log: log, Envelopes: envs}
 	c := Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"/home/u/projects/a"}`)}
-	v, err := rec.Call(context.Background(), &c, [32]byte{})
+	v, err := rec.call(context.Background(), &c, new(callMem))
 	if err == nil || v.Effect != policy.Deny {
 		t.Fatalf("Call = %s, %v; want a refusal saying the decision was not recorded", v.Effect, err)
 	}
@@ -105,7 +105,7 @@ func TestNoEnvelopeWithoutEntry(t *testing.T) {
 		t.Fatalf("an envelope was written for a call whose decision was not recorded: %+v", r)
 	}
 	// The store still works for the next call.
-	if _, err := (&Recorder{Engine: e, Log: &memLog{}, Envelopes: envs}).Call(context.Background(), &c, [32]byte{}); err != nil {
+	if _, err := (&recorder{Engine: e, Log: &memLog{}, Envelopes: envs}).call(context.Background(), &c, new(callMem)); err != nil {
 		t.Fatal(err)
 	}
 }

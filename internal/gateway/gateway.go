@@ -219,7 +219,7 @@ func (v *Verdict) Rules() []string {
 // The capabilities are not reused, because the Verdict's Decision refers to
 // them.
 type scratch struct {
-	mem  *CallMem // the call's storage, during a check
+	mem  *callMem // the call's storage, during a check
 	docs [2]args.Doc
 	// doc is the arguments as they stand: one of docs, the other spare
 	// for a step that writes new arguments.
@@ -244,30 +244,25 @@ func (sc *scratch) spare() *args.Doc {
 // configuration does not name.
 var ErrUnknownServer = errors.New("unknown server")
 
-// Check runs the pipeline for c. It never returns an undecided call: every
-// failure is a Verdict with Effect Deny and Err set.
+// Check runs the engine's steps for c (schema, shape, derive, policy,
+// checks), in memory of its own, and records nothing. It never returns an
+// undecided call: every failure is a Verdict with Effect Deny and Err set.
+// A [Session] runs the whole pipeline, pins and record included.
 func (e *Engine) Check(ctx context.Context, c *Call) Verdict {
-	v, _ := e.check(ctx, c, false, new(CallMem))
+	v, _ := e.check(ctx, c, false, new(callMem))
 	return v
 }
 
-// CallMem is storage that one call's check uses instead of allocating: the
+// callMem is storage that one call's check uses instead of allocating: the
 // request the policy decides, its capabilities, and the text of the
-// arguments. A Verdict from [Engine.CheckWith] refers into it (its Caps,
-// Decision and Arguments), so the caller MUST NOT reuse a CallMem — nor
-// let another call use it — while it still uses that Verdict or anything
-// read from it. Reused call after call, by one goroutine at a time, it
-// makes the check of a typical call allocate nothing.
-type CallMem struct {
+// arguments. A Verdict of a check refers into it (its Caps, Decision and
+// Arguments), so it MUST NOT be reused while that Verdict is in use. A
+// [Session] pools them, so that the check of a typical call allocates
+// nothing.
+type callMem struct {
 	rc   requestCaps
 	out  []byte // the shaped arguments
 	text []byte // the arguments as the model wrote them, when not shaped
-}
-
-// CheckWith is [Engine.Check] using m for the call's storage.
-func (e *Engine) CheckWith(ctx context.Context, c *Call, m *CallMem) Verdict {
-	v, _ := e.check(ctx, c, false, m)
-	return v
 }
 
 // check is Check that also returns, when hash is set, the hash of the
@@ -277,7 +272,7 @@ func (e *Engine) CheckWith(ctx context.Context, c *Call, m *CallMem) Verdict {
 // The pipeline fills one Verdict in place, and each step returns an error
 // rather than a Verdict of its own: a Verdict is large, and the allowed
 // call, the one that must be fast, would otherwise copy it at every step.
-func (e *Engine) check(ctx context.Context, c *Call, hash bool, m *CallMem) (v Verdict, argsHash [32]byte) {
+func (e *Engine) check(ctx context.Context, c *Call, hash bool, m *callMem) (v Verdict, argsHash [32]byte) {
 	sc := e.scratch.Get().(*scratch)
 	defer func() {
 		sc.mem = nil // the pool keeps no caller's storage
@@ -338,12 +333,12 @@ func (e *Engine) modelArgsHash(c *Call, doc *args.Doc) [32]byte {
 	return hashArgs(doc, c.Arguments)
 }
 
-// Explain checks c like [Engine.Check] and, when the call reached the
+// explain checks c like [Engine.Check] and, when the call reached the
 // policy, lists every rule that matched it.
-func (e *Engine) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explanation) {
+func (e *Engine) explain(ctx context.Context, c *Call) (Verdict, *policy.Explanation) {
 	var sc scratch
 	sc.reset()
-	sc.mem = new(CallMem)
+	sc.mem = new(callMem)
 	var r route
 	var v Verdict
 	req, found, ok := e.prepare(c, &sc, &r, &v)
@@ -376,10 +371,13 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		return nil, nil, false
 	}
 	r.s, r.t, r.b = s, s.Tools[c.Tool], s.Bindings[c.Tool]
-	fwd, err := e.closedSchema(c, s, r.t, doc, c.Arguments)
+	// Shape first: the identity and pinned fields aegis writes are part of
+	// the arguments the closed schema must accept (a server may require
+	// them), and what is checked is what is forwarded.
+	fwd, err := e.shape(c, s, r.t, sc, c.Arguments)
+	doc = sc.doc
 	if err == nil {
-		fwd, err = e.shape(c, s, r.t, sc, fwd)
-		doc = sc.doc
+		fwd, err = e.closedSchema(c, s, r.t, doc, fwd)
 	}
 	var origin capability.Origin
 	var taint bool

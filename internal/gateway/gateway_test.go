@@ -173,14 +173,14 @@ func BenchmarkCheck(b *testing.B) {
 	benchCheckWith(b, e, c)
 }
 
-// benchCheckWith times e's check of c, allowed, with one CallMem reused
+// benchCheckWith times e's check of c, allowed, with one callMem reused
 // call after call, as aegis run does.
 func benchCheckWith(b *testing.B, e *Engine, c *Call) {
 	ctx := context.Background()
-	var m CallMem
+	var m callMem
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := e.CheckWith(ctx, c, &m); v.Effect != policy.Allow {
+		if v := checkIn(ctx, e, c, &m); v.Effect != policy.Allow {
 			b.Fatal(v.Reason())
 		}
 	}
@@ -258,7 +258,7 @@ func BenchmarkCheckInterleaved(b *testing.B) {
 	te, tc := typicalCall(b)
 	ae, ac := allChecksCall(b)
 	raw := []byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`)
-	var tm, am CallMem // reused call after call, as aegis run does
+	var tm, am callMem // reused call after call, as aegis run does
 	block := make([]byte, 1024)
 	var sum [32]byte
 	runs := []struct {
@@ -280,12 +280,12 @@ func BenchmarkCheckInterleaved(b *testing.B) {
 			}
 		}},
 		{name: "check", call: func() {
-			if v := te.CheckWith(ctx, tc, &tm); v.Effect != policy.Allow {
+			if v := checkIn(ctx, te, tc, &tm); v.Effect != policy.Allow {
 				b.Fatal(v.Reason())
 			}
 		}},
 		{name: "allchecks", call: func() {
-			if v := ae.CheckWith(ctx, ac, &am); v.Effect != policy.Allow {
+			if v := checkIn(ctx, ae, ac, &am); v.Effect != policy.Allow {
 				b.Fatal(v.Reason())
 			}
 		}},
@@ -353,7 +353,7 @@ func BenchmarkNaiveCheck(b *testing.B) {
 func TestArgsHash(t *testing.T) {
 	e := newEngine(t, "")
 	hash := func(server, args string) [32]byte {
-		_, h := e.check(context.Background(), &Call{Server: server, Tool: "read_file", Arguments: []byte(args)}, true, new(CallMem))
+		_, h := e.check(context.Background(), &Call{Server: server, Tool: "read_file", Arguments: []byte(args)}, true, new(callMem))
 		return h
 	}
 	a := hash("fs", `{"path":"/home/u/projects/a","head":1}`)
@@ -430,7 +430,7 @@ func TestExplainDecidesAsCheck(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cv := e.Check(context.Background(), &tt.c)
-			xv, _ := e.Explain(context.Background(), &tt.c)
+			xv, _ := e.explain(context.Background(), &tt.c)
 			if cv.Effect != tt.want || xv.Effect != tt.want {
 				t.Fatalf("Check %v, Explain %v, want %v (%s / %s)", cv.Effect, xv.Effect, tt.want, cv.Reason(), xv.Reason())
 			}
@@ -441,7 +441,7 @@ func TestExplainDecidesAsCheck(t *testing.T) {
 	}
 }
 
-// TestCheckWithReusedMem: one CallMem reused call after call gives each call
+// TestCheckWithReusedMem: one callMem reused call after call gives each call
 // the Verdict Check gives it, whatever the call before left in it: shaped
 // or not, growing or shrinking, refused or not.
 func TestCheckWithReusedMem(t *testing.T) {
@@ -475,16 +475,23 @@ func TestCheckWithReusedMem(t *testing.T) {
 		}
 		return s
 	}
-	var m CallMem
+	var m callMem
 	for round := range 2 {
 		for _, a := range calls {
 			c := &Call{Session: "s", Principal: "alice", Server: "fs", Tool: "read_text_file", Arguments: []byte(a),
 				Schema: []byte(readTextFileSchema), SchemaKey: [32]byte{1}}
 			want := look(e.Check(ctx, c))
-			got := look(e.CheckWith(ctx, c, &m))
+			got := look(checkIn(ctx, e, c, &m))
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("round %d, %s: CheckWith differs from Check (-want +got):\n%s", round, a, diff)
+				t.Fatalf("round %d, %s: the pooled check differs from Check (-want +got):\n%s", round, a, diff)
 			}
 		}
 	}
+}
+
+// checkIn is the check a Session runs, with m's storage reused call after
+// call.
+func checkIn(ctx context.Context, e *Engine, c *Call, m *callMem) Verdict {
+	v, _ := e.check(ctx, c, false, m)
+	return v
 }

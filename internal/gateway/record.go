@@ -19,9 +19,10 @@ type Appender interface {
 	Append(ctx context.Context, e *chain.Entry) (seq uint64, hash [32]byte, err error)
 }
 
-// Recorder checks calls and records each decision in the chain before it
-// returns: what [Recorder.Call] allows has a durable entry (DESIGN.md R25).
-type Recorder struct {
+// recorder checks calls and records each decision in the chain before it
+// returns: what [recorder.call] allows has a durable entry (DESIGN.md R25).
+// It is the pipeline's last step, step 9.
+type recorder struct {
 	Engine *Engine
 	Log    Appender
 	// Envelopes, if set, receives each call's envelope (DESIGN.md R23),
@@ -35,24 +36,18 @@ type Recorder struct {
 	Now func() time.Time
 }
 
-// Call checks c and appends its entry. When the entry cannot be made
-// durable the call is refused: the returned Verdict denies and the error
-// says why. schemaHash is the hash of the tool's pinned input schema, zero
-// when unknown.
-func (r *Recorder) Call(ctx context.Context, c *Call, schemaHash [32]byte) (Verdict, error) {
-	return r.CallWith(ctx, c, schemaHash, new(CallMem))
-}
-
-// CallWith is [Recorder.Call] using m for the call's storage, as
-// [Engine.CheckWith] does: the Verdict refers into m.
-func (r *Recorder) CallWith(ctx context.Context, c *Call, schemaHash [32]byte, m *CallMem) (Verdict, error) {
+// call checks c with m's storage and appends its entry, with c.SchemaKey
+// as the tool's schema hash. When the entry cannot be made durable the call
+// is refused: the returned Verdict denies and the error says why. The
+// Verdict refers into m.
+func (r *recorder) call(ctx context.Context, c *Call, m *callMem) (Verdict, error) {
 	v, argsHash := r.Engine.check(ctx, c, true, m)
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
 	at := now()
-	e := r.entry(c, &v, schemaHash, at)
+	e := r.entry(c, &v, c.SchemaKey, at)
 	e.ArgsHash = argsHash
 	// The envelope is written after the entry is durable, so that it never
 	// says forwarded of a call refused because its decision could not be
@@ -78,13 +73,13 @@ func (r *Recorder) CallWith(ctx context.Context, c *Call, schemaHash [32]byte, m
 	return v, nil
 }
 
-// Result records what aegis did to a result that held secrets (R17): an
+// result records what aegis did to a result that held secrets (R17): an
 // entry under rule aegis:dlp, allow when the result was passed on
 // (redacted, or reported) and deny when it was withheld, whose reason names
 // the findings by kind and location, never by value. c names the call the
 // result answers (its session, principal, server and tool); the entry has
 // no capabilities and no arguments hash.
-func (r *Recorder) Result(ctx context.Context, c *Call, found []dlp.Located, withheld bool) error {
+func (r *recorder) result(ctx context.Context, c *Call, found []dlp.Located, withheld bool) error {
 	if len(found) == 0 {
 		return nil
 	}
@@ -121,7 +116,7 @@ func refused(v *Verdict) Verdict {
 // forwarded: an ask waits for a person (and `aegis run`, which cannot ask
 // yet, refuses it), so its envelope does not say forwarded although it has
 // arguments to forward.
-func (r *Recorder) prepareEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Prepared, error) {
+func (r *recorder) prepareEnvelope(c *Call, v *Verdict, at time.Time) (envelope.Prepared, error) {
 	a := c.Arguments
 	if v.Arguments != nil {
 		a = v.Arguments
@@ -140,7 +135,7 @@ func (r *Recorder) prepareEnvelope(c *Call, v *Verdict, at time.Time) (envelope.
 
 // entry builds the chain entry of a decision: the decision axes, never the
 // raw arguments.
-func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time) *chain.Entry {
+func (r *recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time) *chain.Entry {
 	e := r.callEntry(c, at)
 	e.ToolSchemaHash = schemaHash
 	e.Bound = v.Bound
@@ -165,7 +160,7 @@ func (r *Recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 
 // callEntry is a chain entry with the axes of call c and of the policy in
 // force, for the entries of decisions and of results alike.
-func (r *Recorder) callEntry(c *Call, at time.Time) *chain.Entry {
+func (r *recorder) callEntry(c *Call, at time.Time) *chain.Entry {
 	return &chain.Entry{
 		Time:       at,
 		Session:    c.Session,

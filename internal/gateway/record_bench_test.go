@@ -41,11 +41,11 @@ func BenchmarkRecordCall(b *testing.B) {
 			}
 			defer envs.Close()
 			e, c := typicalCall(b)
-			rec := &Recorder{Engine: e, Log: log, Envelopes: envs}
+			rec := &recorder{Engine: e, Log: log, Envelopes: envs}
 			ctx := context.Background()
-			var m CallMem
+			var m callMem
 			call := func() {
-				v, err := rec.CallWith(ctx, c, [32]byte{}, &m)
+				v, err := rec.call(ctx, c, &m)
 				if err != nil || v.Effect != policy.Allow {
 					b.Fatal(v.Reason(), err)
 				}

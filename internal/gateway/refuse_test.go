@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func (m *memLog) Append(_ context.Context, e *chain.Entry) (uint64, [32]byte, er
 func TestRefuseWinsAndIsRecorded(t *testing.T) {
 	e := newEngine(t, "")
 	log := &memLog{}
-	rec := &Recorder{Engine: e, Log: log}
+	rec := &recorder{Engine: e, Log: log}
 	for _, tc := range []struct {
 		name, args string
 		refuse     *Refusal
@@ -39,7 +40,7 @@ func TestRefuseWinsAndIsRecorded(t *testing.T) {
 		{"held and undecodable: undecidable first", `{`, &Refusal{Rule: "aegis:pin", Err: errors.New("held")}, policy.Deny, RuleUndecidable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := rec.Call(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.args), Refuse: tc.refuse}, [32]byte{})
+			v, err := rec.call(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.args), Refuse: tc.refuse}, new(callMem))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +81,7 @@ func TestArgsHashOfShapedCalls(t *testing.T) {
 		{"not shaped, refused before the policy", `{"path":"a"}`, ``, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, h := e.check(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.model)}, true, new(CallMem))
+			v, h := e.check(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.model)}, true, new(callMem))
 			if (v.Effect == policy.Allow) != tc.allowed {
 				t.Fatalf("effect %s (%s)", v.Effect, v.Reason())
 			}
@@ -192,5 +193,54 @@ func TestRelativeURLCaseVariant(t *testing.T) {
 		if v.Effect != tc.want {
 			t.Errorf("%s: %s (%s), want %s", tc.args, v.Effect, v.Reason(), tc.want)
 		}
+	}
+}
+
+// TestIdentityBeforeSchema: a server whose input schema requires the
+// identity field aegis injects (R12) gets correct calls — the field is in
+// place before the closed schema is checked (R11) — while a model that
+// writes the field, or an argument the schema does not list, is still
+// refused.
+func TestIdentityBeforeSchema(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: all, effect: allow, server: m, unbound: true}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := &Tool{
+		Identity: []IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal.account"}},
+		Set:      []Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`"via aegis"`)}},
+	}
+	nested := &Tool{Identity: []IdentityField{{Pointer: mustPointer(t, "/meta/owner"), Source: "principal"}}}
+	e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": flat, "post": nested}}},
+		&Options{Principals: map[string]map[string]string{"alice": {"account": "alice@corp.example"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sendSchema = `{"type":"object","properties":{"to":{"type":"string"},"from":{"type":"string"},"footer":{"type":"string"}},"required":["to","from","footer"]}`
+	const postSchema = `{"type":"object","properties":{"text":{"type":"string"},"meta":{"type":"object","properties":{"owner":{"type":"string"}},"required":["owner"]}},"required":["text","meta"]}`
+	for _, tc := range []struct {
+		name, tool, schema, args string
+		want                     string // forwarded arguments, or the refusing rule
+	}{
+		{"flat, required from injected", "send", sendSchema, `{"to":"bob"}`, `{"to":"bob","footer":"via aegis","from":"alice@corp.example"}`},
+		{"flat, model writes from", "send", sendSchema, `{"to":"bob","from":"ceo@corp.example"}`, RuleIdentity},
+		{"flat, an unlisted argument", "send", sendSchema, `{"to":"bob","bcc":"eve"}`, RuleSchema},
+		{"flat, a required argument missing", "send", sendSchema, `{}`, RuleSchema},
+		{"nested, required owner injected", "post", postSchema, `{"text":"hi","meta":{}}`, `{"text":"hi","meta":{"owner":"alice"}}`},
+		{"nested, model writes owner", "post", postSchema, `{"text":"hi","meta":{"owner":"root"}}`, RuleIdentity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := e.Check(context.Background(), &Call{Server: "m", Tool: tc.tool, Principal: "alice", Arguments: []byte(tc.args),
+				Schema: []byte(tc.schema), SchemaKey: sha256.Sum256([]byte(tc.schema))})
+			if strings.HasPrefix(tc.want, "aegis:") {
+				if v.Effect != policy.Deny || RuleOf(&v) != tc.want {
+					t.Fatalf("effect %s rule %q (%s), want a denial by %s", v.Effect, RuleOf(&v), v.Reason(), tc.want)
+				}
+				return
+			}
+			if v.Effect != policy.Allow || string(v.Arguments) != tc.want {
+				t.Errorf("effect %s (%s), forwarded %s, want %s", v.Effect, v.Reason(), v.Arguments, tc.want)
+			}
+		})
 	}
 }

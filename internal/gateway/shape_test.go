@@ -56,7 +56,7 @@ func shapeBothWith(t testing.TB, a []byte, m *shape.Syntax) (flat, tree []byte, 
 		}
 		var sc scratch
 		sc.reset()
-		sc.mem = new(CallMem)
+		sc.mem = new(callMem)
 		if err := sc.doc.Decode(a, nil); err != nil {
 			return nil, "decode: " + err.Error()
 		}

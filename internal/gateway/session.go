@@ -1,0 +1,303 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/envelope"
+	"github.com/aegis-mcp/aegis/internal/pin"
+	"github.com/aegis-mcp/aegis/internal/policy"
+)
+
+// Session is the whole pipeline for one wrapped server, as one client
+// session sees it (DESIGN.md "The pipeline of one call"): the pinned tool
+// definitions, the engine's checks and decision, the record, and the result
+// side. `aegis run` relays through one; `aegis eval` and `aegis explain` ask
+// one too, so that what they say is what the relay does.
+//
+// A Session is safe for concurrent use.
+type Session struct {
+	eng    *Engine
+	srv    *Server
+	cfg    SessionConfig
+	rec    recorder // Log nil: decisions are not recorded
+	logger *slog.Logger
+	notify io.Writer
+
+	mu      sync.Mutex
+	schemas map[pin.Digest][]byte // input schemas by pinned definition
+
+	// mem lends each call's check its storage, taken back when Call
+	// returns: what Call returns is copied out of it.
+	mem sync.Pool
+}
+
+// SessionConfig says which server a [Session] is for, who the session acts
+// for, and where its decisions go. The zero value of each field says what
+// it means when unset.
+type SessionConfig struct {
+	// Server is the configured name of the wrapped server. Required.
+	Server string
+	// ID, Principal, Roles and Origin are the session's facts, recorded
+	// with every decision. An ID opens the session in the engine's session
+	// store, tainted from its start when Origin is unattended.
+	ID        string
+	Principal string
+	Roles     []string
+	Origin    capability.Origin
+	// Pins holds the server's pinned tool definitions (R5). nil means none
+	// are known (a server that never ran under aegis, asked about by
+	// `aegis eval`): the pin and schema steps are skipped, and
+	// [Session.PinsKnown] says so.
+	Pins *pin.Store
+	// Log makes each decision durable before Call returns (R25); nil
+	// records nothing.
+	Log Appender
+	// Envelopes, if set with Log, receives each call's redacted input (R23).
+	Envelopes *envelope.Store
+	// Redact takes secrets out of arguments before they enter an envelope;
+	// nil keeps them as they are.
+	Redact func(arguments []byte) ([]byte, []envelope.Redaction)
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// Notify receives what the person running aegis must act on (a held
+	// tool, a withheld result), one line each; nil discards it.
+	Notify io.Writer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewSession returns the pipeline of cfg.Server under e.
+func (e *Engine) NewSession(cfg *SessionConfig) (*Session, error) {
+	srv := e.servers[cfg.Server]
+	if srv == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownServer, cfg.Server)
+	}
+	s := &Session{
+		eng: e, srv: srv, cfg: *cfg,
+		rec:     recorder{Engine: e, Log: cfg.Log, Envelopes: cfg.Envelopes, Redact: cfg.Redact, Now: cfg.Now},
+		logger:  cfg.Logger,
+		notify:  cfg.Notify,
+		schemas: map[pin.Digest][]byte{},
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	if s.notify == nil {
+		s.notify = io.Discard
+	}
+	if cfg.Log == nil {
+		s.rec.Envelopes = nil
+	}
+	s.mem.New = func() any { return new(callMem) }
+	if cfg.ID != "" {
+		e.OpenSession(cfg.ID, cfg.Origin)
+	}
+	return s, nil
+}
+
+// Engine returns the engine s decides with.
+func (s *Session) Engine() *Engine { return s.eng }
+
+// Server returns the configuration of s's server.
+func (s *Session) Server() *Server { return s.srv }
+
+// PinsKnown reports whether s checks calls against pinned tool definitions.
+func (s *Session) PinsKnown() bool { return s.cfg.Pins != nil }
+
+// Outcome is what the relay does with one call: forward it (with
+// Arguments, when aegis rewrote them) or answer it with Reason. It holds
+// nothing of the check's pooled storage.
+type Outcome struct {
+	Effect  policy.Effect
+	Forward bool
+	// Arguments replaces the model's arguments when aegis shaped them
+	// (pinned fields, identity, neutralised templates, clamps); nil
+	// forwards them as they came.
+	Arguments []byte
+	// Reason is the answer the model reads when the call is not forwarded:
+	// it names the rule, never a secret.
+	Reason string
+}
+
+// Call runs tool with arguments, as the model wrote them, through the
+// pipeline in the session's name: pin, schema, shape, derive, policy,
+// checks, record. It returns once the decision is durable; an error means
+// it could not be recorded, and the call MUST NOT be forwarded.
+func (s *Session) Call(ctx context.Context, tool string, arguments []byte) (Outcome, error) {
+	c := s.call(tool, arguments)
+	m := s.mem.Get().(*callMem)
+	defer s.mem.Put(m)
+	v, err := s.run(ctx, c, m, true)
+	if err != nil {
+		return Outcome{Effect: policy.Deny}, err
+	}
+	if s.logger.Enabled(ctx, slog.LevelInfo) { // off by default: build the record only when logged
+		s.logger.Info("decision", "tool", tool, "decision", v.Effect.String())
+	}
+	out := Outcome{Effect: v.Effect}
+	switch v.Effect {
+	case policy.Allow:
+		out.Forward = true
+		if !bytes.Equal(v.Arguments, arguments) {
+			// Shaped, in m, which the next call reuses: copied out.
+			out.Arguments = bytes.Clone(v.Arguments)
+		}
+	case policy.Ask:
+		// Approvals (DESIGN.md R21) are not built yet: an ask cannot be
+		// answered, so it is refused, saying so.
+		out.Reason = "aegis: this call needs a person's approval, which this gateway cannot ask for yet: " + v.Reason()
+	default:
+		out.Reason = "aegis denied this call: " + v.Reason()
+	}
+	return out, nil
+}
+
+// Decide runs c through the same pipeline as [Session.Call] and returns the
+// whole verdict, in memory of its own; it records nothing. c's Server must
+// be the session's; its session facts are c's own (`aegis eval` decides
+// events of many sessions through one Session per server).
+func (s *Session) Decide(ctx context.Context, c *Call) Verdict {
+	c = s.pinned(c)
+	v, _ := s.run(ctx, c, new(callMem), false)
+	return v
+}
+
+// Explain is [Session.Decide] that also lists, when the call reached the
+// policy, every rule that matched it. It counts nothing against a cap.
+func (s *Session) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explanation) {
+	return s.eng.explain(ctx, s.pinned(c))
+}
+
+// call is the gateway call of tool in s's name, its pin step applied.
+func (s *Session) call(tool string, arguments []byte) *Call {
+	c := &Call{
+		Session:   s.cfg.ID,
+		Principal: s.cfg.Principal,
+		Roles:     s.cfg.Roles,
+		Origin:    s.cfg.Origin,
+		Taint:     s.cfg.Origin == capability.Unattended,
+		Server:    s.cfg.Server,
+		Tool:      tool,
+		Arguments: arguments,
+	}
+	s.pinStep(c)
+	return c
+}
+
+// pinned returns a copy of c, on s's server, with its pin step applied.
+func (s *Session) pinned(c *Call) *Call {
+	cc := *c
+	if cc.Server != s.cfg.Server {
+		cc.Refuse = &Refusal{Rule: RuleUndecidable, Err: fmt.Errorf("call for server %q asked of server %q's session", c.Server, s.cfg.Server)}
+		return &cc
+	}
+	s.pinStep(&cc)
+	return &cc
+}
+
+// run checks c with m's storage and, when record is set and s has a log,
+// records its decision before returning.
+func (s *Session) run(ctx context.Context, c *Call, m *callMem, record bool) (Verdict, error) {
+	if record && s.rec.Log != nil {
+		return s.rec.call(ctx, c, m)
+	}
+	v, _ := s.eng.check(ctx, c, false, m)
+	return v, nil
+}
+
+// Result takes in the result of a call s let through (the pipeline's last
+// line): ids for provenance, taint from an untrusted tool, secrets redacted
+// or the result withheld (DLP). It returns the result to pass on, nil for
+// the server's own bytes. A [*Refusal] error withholds the result with a
+// reason the model may read; any other error withholds it with none.
+func (s *Session) Result(ctx context.Context, tool string, result []byte) ([]byte, error) {
+	out, found, err := s.eng.Result(&ResultEvent{Session: s.cfg.ID, Server: s.cfg.Server, Tool: tool, Result: result})
+	var refusal *Refusal
+	withheld := errors.As(err, &refusal)
+	// Findings enter the chain, by kind and location; a result whose
+	// findings cannot be recorded is withheld.
+	if s.rec.Log != nil {
+		c := s.call(tool, nil)
+		if rerr := s.rec.result(ctx, c, found, withheld); rerr != nil {
+			s.logger.Error("recording a result", "tool", tool, "err", rerr)
+			return nil, &Refusal{Rule: RuleDLP, Err: errors.New("its findings could not be recorded")}
+		}
+	}
+	switch {
+	case withheld:
+		fmt.Fprintf(s.notify, "aegis: withheld a result of %s/%s: %v\n", s.cfg.Server, tool, err)
+		return nil, err
+	case err != nil:
+		s.logger.Warn("reading a result", "tool", tool, "err", err)
+	}
+	if len(found) > 0 {
+		s.logger.Warn("secrets in a result", "tool", tool, "findings", len(found), "redacted", out != nil)
+	}
+	return out, nil
+}
+
+// Tools pins the tools of one tools/list page and returns those the client
+// may see: a held tool, a definition aegis cannot read and (with
+// hide_unallowed) a tool no rule could allow are left out. It returns tools
+// itself, to be relayed byte for byte, when nothing is left out.
+func (s *Session) Tools(ctx context.Context, tools []json.RawMessage) ([]json.RawMessage, error) {
+	defs := make([]*pin.Def, 0, len(tools))
+	keep := make([]bool, len(tools))
+	at := make([]int, 0, len(tools)) // tools index of each def
+	for i, t := range tools {
+		d, err := pin.Parse(t)
+		if err != nil {
+			fmt.Fprintf(s.notify, "aegis: server %q listed a tool aegis cannot read; it is hidden: %v\n", s.cfg.Server, err)
+			continue
+		}
+		defs = append(defs, d)
+		at = append(at, i)
+	}
+	status := make([]pin.Status, len(defs))
+	if s.cfg.Pins != nil {
+		var err error
+		if status, err = s.cfg.Pins.Observe(defs, time.Now()); err != nil {
+			return nil, fmt.Errorf("pinning the tools: %w", err)
+		}
+	}
+	hidden := len(defs) < len(tools)
+	for j, d := range defs {
+		switch status[j] {
+		case pin.Held:
+			fmt.Fprintf(s.notify, "aegis: tool %q of server %q changed its input schema since it was pinned; it is hidden and refused until you accept it: aegis pins accept --server %s %s\n", d.Name, s.cfg.Server, s.cfg.Server, d.Name)
+			hidden = true
+			continue
+		case pin.New:
+			s.logger.Info("tool pinned", "tool", d.Name)
+		case pin.Described:
+			s.logger.Warn("tool description changed; the new one is pinned", "tool", d.Name)
+		}
+		if s.srv.HideUnallowed && !s.eng.Policy().MayAllow(&policy.Request{
+			Server: s.cfg.Server, Tool: d.Name, Principal: s.cfg.Principal, Roles: s.cfg.Roles,
+			Bound: s.srv.Bindings[d.Name] != nil,
+		}) {
+			hidden = true
+			continue
+		}
+		keep[at[j]] = true
+	}
+	if !hidden {
+		return tools, nil
+	}
+	out := make([]json.RawMessage, 0, len(tools))
+	for i, t := range tools {
+		if keep[i] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
