@@ -61,7 +61,7 @@ var layers = map[string][]string{
 	"internal/proxy":      {"internal/args"},
 	"internal/demoserver": {},
 	"internal/dlp":        {"internal/args"},
-	"internal/shape":      {"internal/args"},
+	"internal/shape":      {"internal/args", "internal/capability"},
 	"internal/session":    {"internal/args", "internal/capability"},
 	"internal/egress":     {"internal/capability"},
 	"internal/pin":        {"internal/args"},

@@ -527,7 +527,7 @@ func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, erro
 			if err != nil {
 				return nil, err
 			}
-			t.Set = append(t.Set, gateway.Assign{Pointer: p, Value: ft.Set[k].json})
+			t.Set = append(t.Set, shape.Assign{Pointer: p, Value: ft.Set[k].json})
 		}
 		for _, k := range ft.Clear {
 			p, err := ptr("clear", k, true)
@@ -545,7 +545,7 @@ func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, erro
 			if attr, ok := strings.CutPrefix(src, "principal."); src != "principal" && (!ok || attr == "") {
 				return nil, errAt("identity %q: source %q: want principal or principal.ATTRIBUTE", k, src)
 			}
-			t.Identity = append(t.Identity, gateway.IdentityField{Pointer: p, Source: src})
+			t.Identity = append(t.Identity, shape.IdentityField{Pointer: p, Source: src})
 		}
 		for _, k := range sortedKeys(ft.RelativeURL) {
 			p, err := ptr("relative_url", k, false)
@@ -556,7 +556,7 @@ func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, erro
 			if err != nil {
 				return nil, errAt("relative_url %q: %v", k, err)
 			}
-			t.RelativeURL = append(t.RelativeURL, gateway.RelativeURL{Pointer: p, Base: base})
+			t.RelativeURL = append(t.RelativeURL, shape.RelativeURL{Pointer: p, Base: base})
 		}
 		for i, src := range ft.IDs {
 			p, err := ptr(fmt.Sprintf("ids[%d].pointer", i), src.Pointer, true)

@@ -221,24 +221,15 @@ func (v *Verdict) Rules() []string {
 type scratch struct {
 	mem  *callMem // the call's storage, during a check
 	docs [2]args.Doc
-	// doc is the arguments as they stand: one of docs, the other spare
-	// for a step that writes new arguments.
-	doc *args.Doc
-	b   args.Builder
+	// w is the shaping step's storage: w.Doc is the arguments as they
+	// stand, one of docs, and w.Spare the other.
+	w shape.Work
 	// canon holds the canonical form of the arguments being hashed.
 	canon []byte
 }
 
 // reset makes sc ready for a call.
-func (sc *scratch) reset() { sc.doc = &sc.docs[0] }
-
-// spare returns the document that sc.doc is not.
-func (sc *scratch) spare() *args.Doc {
-	if sc.doc == &sc.docs[0] {
-		return &sc.docs[1]
-	}
-	return &sc.docs[0]
-}
+func (sc *scratch) reset() { sc.w.Doc, sc.w.Spare = &sc.docs[0], &sc.docs[1] }
 
 // ErrUnknownServer is returned (in Verdict.Err) for a call to a server the
 // configuration does not name.
@@ -284,21 +275,21 @@ func (e *Engine) check(ctx context.Context, c *Call, hash bool, m *callMem) (v V
 	req, found, ok := e.prepare(c, sc, &r, &v)
 	if !ok {
 		if hash {
-			argsHash = e.modelArgsHash(c, sc.doc)
+			argsHash = e.modelArgsHash(c, sc.w.Doc)
 		}
 		return v, argsHash
 	}
 	if hash {
-		// The arguments as forwarded: sc.doc holds them decoded.
+		// The arguments as forwarded: sc.w.Doc holds them decoded.
 		fwd := v.Arguments
-		argsHash = hashArgsIn(&sc.canon, sc.doc, fwd)
+		argsHash = hashArgsIn(&sc.canon, sc.w.Doc, fwd)
 		defer func() {
 			if v.Arguments == nil && !bytes.Equal(fwd, c.Arguments) {
-				argsHash = e.modelArgsHash(c, sc.doc) // refused after shaping
+				argsHash = e.modelArgsHash(c, sc.w.Doc) // refused after shaping
 			}
 		}()
 	}
-	e.conclude(ctx, &v, c, req, &r, sc.doc, found, true)
+	e.conclude(ctx, &v, c, req, &r, sc.w.Doc, found, true)
 	return v, argsHash
 }
 
@@ -327,6 +318,14 @@ type route struct {
 	b *binding.Binding
 }
 
+// fields returns the tool's argument rewriting, nil when it has none.
+func (r *route) fields() *shape.Fields {
+	if r.t == nil {
+		return nil
+	}
+	return &r.t.Fields
+}
+
 // modelArgsHash hashes the arguments as the model wrote them.
 func (e *Engine) modelArgsHash(c *Call, doc *args.Doc) [32]byte {
 	doc.Decode(c.Arguments, &e.limits) // on failure doc holds nothing: hashArgs hashes the raw bytes
@@ -346,7 +345,7 @@ func (e *Engine) explain(ctx context.Context, c *Call) (Verdict, *policy.Explana
 		return v, nil
 	}
 	x := e.policy.Explain(req)
-	e.conclude(ctx, &v, c, req, &r, sc.doc, found, false) // counting nothing against a cap
+	e.conclude(ctx, &v, c, req, &r, sc.w.Doc, found, false) // counting nothing against a cap
 	return v, &x
 }
 
@@ -360,7 +359,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	// reads c.Arguments in place: a shaped call's document is rewritten
 	// before anything read from it outlives the call, and the one that is
 	// not is copied (Own) before the capabilities are derived from it.
-	doc := sc.doc
+	doc := sc.w.Doc
 	if err := doc.DecodeBorrowed(c.Arguments, &e.limits); err != nil {
 		*v = deny(fmt.Errorf("arguments: %w", err))
 		return nil, nil, false
@@ -375,7 +374,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	// the arguments the closed schema must accept (a server may require
 	// them), and what is checked is what is forwarded.
 	fwd, err := e.shape(c, s, r.t, sc, c.Arguments)
-	doc = sc.doc
+	doc = sc.w.Doc
 	if err == nil {
 		fwd, err = e.closedSchema(c, s, r.t, doc, fwd)
 	}
@@ -391,7 +390,8 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		// here on it must not share the caller's memory. (Nothing before
 		// keeps a string of it: errors and findings copy what they name.)
 		doc.OwnIn(&sc.mem.text)
-		rel, err = relativeCaps(r.t, doc.Root())
+		rel, err = r.fields().RelativeCaps(doc.Root())
+		err = ruleOfShape(err)
 	}
 	if err != nil {
 		*v = deny(err)

@@ -225,6 +225,10 @@ func BenchmarkCheckAllChecksAlloc(b *testing.B) {
 	}
 }
 
+// allChecksSchema is readTextFileSchema as a server that takes an encoding
+// would list it: the pinned field is checked by the closed schema too.
+var allChecksSchema = strings.Replace(readTextFileSchema, `"properties":{`, `"properties":{"encoding":{"type":"string"},`, 1)
+
 // allChecksCall is BenchmarkCheckAllChecks's engine and call.
 func allChecksCall(b testing.TB) (*Engine, *Call) {
 	e := newEngine(b, "")
@@ -234,14 +238,16 @@ func allChecksCall(b testing.TB) (*Engine, *Call) {
 	fs.DLP = &DLP{Arguments: dlp.Actions{Default: dlp.ActionDeny}, Results: dlp.Actions{Default: dlp.ActionRedact}}
 	fs.Tools = map[string]*Tool{"read_text_file": {
 		Clamp: map[string]float64{"/head": 1000},
-		Clear: []args.Pointer{mustPointer(b, "/tail")},
-		Set:   []Assign{{Pointer: mustPointer(b, "/encoding"), Value: []byte(`"utf-8"`)}},
-		Caps:  session.Limits{PerTurn: 1 << 30, PerSession: 1 << 30},
+		Fields: shape.Fields{
+			Clear: []args.Pointer{mustPointer(b, "/tail")},
+			Set:   []shape.Assign{{Pointer: mustPointer(b, "/encoding"), Value: []byte(`"utf-8"`)}},
+		},
+		Caps: session.Limits{PerTurn: 1 << 30, PerSession: 1 << 30},
 	}}
 	e.OpenSession("s", capability.Interactive)
 	return e, &Call{Session: "s", Principal: "alice", Server: "fs", Tool: "read_text_file",
 		Arguments: []byte(`{"path":"/home/u/projects/app/internal/server/handler.go","head":40}`),
-		Schema:    []byte(readTextFileSchema), SchemaKey: [32]byte{1}}
+		Schema:    []byte(allChecksSchema), SchemaKey: [32]byte{1}}
 }
 
 // BenchmarkCheckInterleaved runs a SHA-256 of 1 KiB, the naive check, the
@@ -383,8 +389,8 @@ func TestVerdictOwnsItsStrings(t *testing.T) {
 		tool *Tool
 	}{
 		{"no edit", nil},
-		{"an appended pin", &Tool{Set: []Assign{{Pointer: mustPointer(t, "/encoding"), Value: []byte(`"utf-8"`)}}}},
-		{"a cleared field", &Tool{Clear: []args.Pointer{mustPointer(t, "/head")}}},
+		{"an appended pin", &Tool{Fields: shape.Fields{Set: []shape.Assign{{Pointer: mustPointer(t, "/encoding"), Value: []byte(`"utf-8"`)}}}}},
+		{"a cleared field", &Tool{Fields: shape.Fields{Clear: []args.Pointer{mustPointer(t, "/head")}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEngine(t, "")
@@ -479,7 +485,7 @@ func TestCheckWithReusedMem(t *testing.T) {
 	for round := range 2 {
 		for _, a := range calls {
 			c := &Call{Session: "s", Principal: "alice", Server: "fs", Tool: "read_text_file", Arguments: []byte(a),
-				Schema: []byte(readTextFileSchema), SchemaKey: [32]byte{1}}
+				Schema: []byte(allChecksSchema), SchemaKey: [32]byte{1}}
 			want := look(e.Check(ctx, c))
 			got := look(checkIn(ctx, e, c, &m))
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 type memLog struct{ entries []*chain.Entry }
@@ -70,7 +71,7 @@ func TestRefuseWinsAndIsRecorded(t *testing.T) {
 func TestArgsHashOfShapedCalls(t *testing.T) {
 	e := newEngine(t, "")
 	e.servers["fs"].Tools = map[string]*Tool{
-		"read_file": {Clear: []args.Pointer{mustPointer(t, "/note")}},
+		"read_file": {Fields: shape.Fields{Clear: []args.Pointer{mustPointer(t, "/note")}}},
 	}
 	for _, tc := range []struct {
 		name, model, forwarded string
@@ -117,11 +118,11 @@ func TestShapeAdversarial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": {
-		Identity: []IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal.account"}, {Pointer: mustPointer(t, "/meta/owner"), Source: "principal"}},
-		Set:      []Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`{"text":"via aegis"}`)}},
+	e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": {Fields: shape.Fields{
+		Identity: []shape.IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal.account"}, {Pointer: mustPointer(t, "/meta/owner"), Source: "principal"}},
+		Set:      []shape.Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`{"text":"via aegis"}`)}},
 		Clear:    []args.Pointer{mustPointer(t, "/bcc"), mustPointer(t, "/to/*/bcc")},
-	}}}}, &Options{Principals: map[string]map[string]string{"alice": {"account": "alice@corp.example"}, "bob": {}}})
+	}}}}}, &Options{Principals: map[string]map[string]string{"alice": {"account": "alice@corp.example"}, "bob": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,9 +158,11 @@ func TestShapeAdversarial(t *testing.T) {
 			}
 		})
 	}
-	// The shared pinned value is never changed by a call's edits.
-	if got := string(e.servers["m"].Tools["send"].Set[0].node.appendJSON(nil)); got != `{"text":"via aegis"}` {
-		t.Errorf("the pinned value became %s", got)
+	// The shared pinned value is never changed by a call's edits: after
+	// every case above, a call still gets it as configured.
+	v := e.Check(context.Background(), &Call{Server: "m", Tool: "send", Principal: "alice", Arguments: []byte(`{"footer":{"text":"x","more":1}}`)})
+	if want := `{"footer":{"text":"via aegis"},"from":"alice@corp.example","meta":{"owner":"alice"}}`; string(v.Arguments) != want {
+		t.Errorf("after the edits, a call forwards %s, want %s", v.Arguments, want)
 	}
 }
 
@@ -174,9 +177,9 @@ func TestRelativeURLCaseVariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(p, []*Server{{Name: "m", Bindings: binding.Table{"get": {Tool: "get"}}, Tools: map[string]*Tool{"get": {
-		RelativeURL: []RelativeURL{{Pointer: mustPointer(t, "/path"), Base: base}},
-	}}}}, nil)
+	e, err := New(p, []*Server{{Name: "m", Bindings: binding.Table{"get": {Tool: "get"}}, Tools: map[string]*Tool{"get": {Fields: shape.Fields{
+		RelativeURL: []shape.RelativeURL{{Pointer: mustPointer(t, "/path"), Base: base}},
+	}}}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +209,11 @@ func TestIdentityBeforeSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flat := &Tool{
-		Identity: []IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal.account"}},
-		Set:      []Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`"via aegis"`)}},
-	}
-	nested := &Tool{Identity: []IdentityField{{Pointer: mustPointer(t, "/meta/owner"), Source: "principal"}}}
+	flat := &Tool{Fields: shape.Fields{
+		Identity: []shape.IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal.account"}},
+		Set:      []shape.Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`"via aegis"`)}},
+	}}
+	nested := &Tool{Fields: shape.Fields{Identity: []shape.IdentityField{{Pointer: mustPointer(t, "/meta/owner"), Source: "principal"}}}}
 	e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": flat, "post": nested}}},
 		&Options{Principals: map[string]map[string]string{"alice": {"account": "alice@corp.example"}}})
 	if err != nil {

@@ -1,4 +1,4 @@
-package gateway
+package shape
 
 import (
 	"bytes"
@@ -8,17 +8,24 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
-	"github.com/aegis-mcp/aegis/internal/policy"
-	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 // flatTool is a tool whose edits are all members of the arguments object.
-func flatTool(t testing.TB) *Tool {
-	return &Tool{
+func flatTool(t testing.TB) *Fields {
+	return &Fields{
 		Clear:    []args.Pointer{mustPointer(t, "/bcc"), mustPointer(t, "/cc")},
 		Set:      []Assign{{Pointer: mustPointer(t, "/footer"), Value: []byte(`{"t":"via aegis","n":[1,2.50]}`)}, {Pointer: mustPointer(t, "/z"), Value: []byte(`"\u00e9\n"`)}},
 		Identity: []IdentityField{{Pointer: mustPointer(t, "/from"), Source: "principal"}},
 	}
+}
+
+func mustPointer(t testing.TB, s string) args.Pointer {
+	t.Helper()
+	p, err := args.ParsePointer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // shapeBoth runs the flat edit and the tree edit on the same arguments.
@@ -37,15 +44,10 @@ func shapeBothErr(t testing.TB, a []byte) (flat, tree []byte, flatErr, treeErr s
 
 // shapeBothWith is shapeBothErr on a server that neutralises templates with
 // m, when m is not nil.
-func shapeBothWith(t testing.TB, a []byte, m *shape.Syntax) (flat, tree []byte, flatErr, treeErr string) {
-	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules: []\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+func shapeBothWith(t testing.TB, a []byte, m *Syntax) (flat, tree []byte, flatErr, treeErr string) {
 	run := func(forceTree bool) ([]byte, string) {
 		tool := flatTool(t)
-		e, err := New(p, []*Server{{Name: "m", Tools: map[string]*Tool{"send": tool}, Templates: m}}, nil)
-		if err != nil {
+		if err := tool.Compile(); err != nil {
 			t.Fatal(err)
 		}
 		if !tool.flat {
@@ -54,20 +56,19 @@ func shapeBothWith(t testing.TB, a []byte, m *shape.Syntax) (flat, tree []byte, 
 		if forceTree {
 			tool.flat = false
 		}
-		var sc scratch
-		sc.reset()
-		sc.mem = new(callMem)
-		if err := sc.doc.Decode(a, nil); err != nil {
+		var docs [2]args.Doc
+		w := &Work{Doc: &docs[0], Spare: &docs[1]}
+		if err := w.Doc.Decode(a, nil); err != nil {
 			return nil, "decode: " + err.Error()
 		}
-		out, err := e.shape(&Call{Server: "m", Tool: "send", Principal: "al\"ice", Arguments: a}, e.servers["m"], tool, &sc, a)
+		out, err := tool.Apply(w, a, m, &Principal{Name: "al\"ice"})
 		if err == nil {
 			// The document the pipeline goes on with must be the text it forwards.
 			var ref args.Doc
 			if err := ref.Decode(out, nil); err != nil {
 				t.Fatalf("shaped arguments %s do not decode: %v", out, err)
 			}
-			if diff := sameValue(ref.Root(), sc.doc.Root()); diff != "" {
+			if diff := sameValue(ref.Root(), w.Doc.Root()); diff != "" {
 				t.Fatalf("shaped arguments %s: the document differs from their decoding: %s", out, diff)
 			}
 		}
@@ -119,11 +120,11 @@ func TestShapeFlatManyMembers(t *testing.T) {
 		b.WriteString(extra + `}`)
 		return []byte(b.String())
 	}
-	mustache := shape.Mustache
+	mustache := Mustache
 	for _, tt := range []struct {
 		name      string
 		args      []byte
-		templates *shape.Syntax
+		templates *Syntax
 		wantErr   bool
 	}{
 		{"70 members, then the cleared and the pinned", many(`"bcc":"eve","footer":"x"`), nil, false},

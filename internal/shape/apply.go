@@ -1,0 +1,315 @@
+package shape
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+)
+
+// The checks of a rewrite that can refuse a call, as [Refusal.Check] names
+// them; the gateway records a refusal under the rule "aegis:" + Check.
+const (
+	CheckIdentity    = "identity"     // a model-supplied identity field, or a principal without its value
+	CheckField       = "shape"        // a pinned or cleared field the model reached around, or arguments that cannot be rewritten
+	CheckRelativeURL = "relative-url" // a URL argument that leaves its base
+)
+
+// A Refusal is a call the rewrite refuses: Check names the check.
+type Refusal struct {
+	Check string
+	Err   error
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+func (r *Refusal) Unwrap() error { return r.Err }
+
+func refusal(check string, format string, a ...any) error {
+	return &Refusal{Check: check, Err: fmt.Errorf(format, a...)}
+}
+
+// Work is the storage one rewrite uses, reused call after call by one
+// goroutine at a time: the arguments' document and a spare one, the builder
+// of the flat edit and its output buffer.
+type Work struct {
+	// Doc holds the arguments as they stand: Apply reads it and leaves the
+	// rewritten arguments in it. Spare is another document, not Doc.
+	Doc, Spare *args.Doc
+	B          args.Builder
+	// Out is the buffer the flat edit writes into; Apply keeps it grown.
+	// The text Apply returns may live in it.
+	Out []byte
+	// Limits are the argument limits a rewritten document is decoded
+	// under; nil means args' defaults.
+	Limits *args.Limits
+}
+
+// Principal is who a call acts for, the source of its identity fields: a
+// field's source "principal" is Name, and "principal.ATTR" is Attrs[ATTR].
+type Principal struct {
+	Name  string
+	Attrs map[string]string
+}
+
+// value returns the value of an identity source for p.
+func (p *Principal) value(source string) (string, bool) {
+	if p == nil || p.Name == "" {
+		return "", false
+	}
+	if source == "principal" {
+		return p.Name, true
+	}
+	attr, ok := strings.CutPrefix(source, "principal.")
+	if !ok {
+		return "", false
+	}
+	v, ok := p.Attrs[attr]
+	return v, ok && v != ""
+}
+
+func (p *Principal) name() string {
+	if p == nil {
+		return ""
+	}
+	return p.Name
+}
+
+// Apply rewrites the arguments in w.Doc, whose text is cur (DESIGN.md
+// pipeline step 4): a model-supplied identity field refuses the call;
+// template markers in model-written strings are neutralised when templates
+// is set; pinned fields are set, cleared fields removed and identity fields
+// injected from p. When anything changed, w.Doc holds the rewritten
+// arguments, which it returns; otherwise it returns cur. t may be nil: no
+// fields. An error is a [*Refusal].
+func (t *Fields) Apply(w *Work, cur []byte, templates *Syntax, p *Principal) ([]byte, error) {
+	out := cur
+	if t == nil && templates == nil {
+		return out, nil
+	}
+	doc := w.Doc
+	root := doc.Root()
+	edits := t != nil && t.Edits()
+	var plan flatPlan // for a flat tool: the members the edit drops
+	if edits {
+		// Compiled before the case check reads t.flat and t.touched, which
+		// the compile writes (under its sync.Once).
+		if err := t.Compile(); err != nil {
+			return nil, refusal(CheckField, "%v", err)
+		}
+		var err error
+		if plan, err = t.caseChecks(root); err != nil {
+			return nil, err
+		}
+	}
+	var tree *jnode
+	if templates != nil {
+		rewritten, _, err := templates.NeutraliseJSON(root)
+		if err != nil {
+			return nil, refusal(CheckField, "neutralising template markers: %v", err)
+		}
+		if rewritten != nil {
+			out = rewritten
+			if err := doc.Decode(out, w.Limits); err != nil {
+				return nil, refusal(CheckField, "the neutralised arguments: %v", err)
+			}
+			root = doc.Root()
+			plan = flatPlan{} // of the members before the rewrite
+		}
+	}
+	if !edits {
+		return out, nil
+	}
+	if t.flat && root.Kind() == args.Object {
+		return t.applyFlat(w, p, root, len(out), plan)
+	}
+	tree = treeOf(root)
+	for _, toks := range t.clear {
+		tree.remove(toks)
+	}
+	for i := range t.Set {
+		a := &t.Set[i]
+		if err := tree.set(a.toks, a.node); err != nil {
+			return nil, refusal(CheckField, "pinned field %s: %v", a.Pointer, err)
+		}
+	}
+	for _, f := range t.Identity {
+		v, ok := p.value(f.Source)
+		if !ok {
+			return nil, refusal(CheckIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, p.name(), f.Source)
+		}
+		val := &jnode{kind: args.String, raw: string(args.AppendString(nil, strings.ToValidUTF8(v, "\uFFFD")))}
+		if err := tree.set(f.toks, val); err != nil {
+			return nil, refusal(CheckIdentity, "argument %s: %v", f.Pointer, err)
+		}
+	}
+	out = tree.appendJSON(make([]byte, 0, len(out)+64))
+	if err := doc.Decode(out, w.Limits); err != nil {
+		return nil, refusal(CheckField, "the shaped arguments: %v", err)
+	}
+	return out, nil
+}
+
+// caseChecks refuses arguments that supply an identity field, or a key
+// that differs from a pinned or cleared field's only in case: such a key
+// would survive the edit, and a server matching keys without case (Go's
+// encoding/json, ASP.NET) would read it as that field. t must be compiled.
+// For a flat tool it also returns the members the edit drops.
+func (t *Fields) caseChecks(root args.Value) (flatPlan, error) {
+	if plan, err := t.caseCheckFlat(root); plan.known || err != nil {
+		return plan, err
+	}
+	for _, f := range t.Identity {
+		found := false
+		f.Pointer.Select(root, func(args.Value, args.Loc) { found = true })
+		if _, variant := f.Pointer.CaseVariant(root); found || variant {
+			return flatPlan{}, refusal(CheckIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
+		}
+	}
+	for i := range t.Set {
+		if key, ok := t.Set[i].Pointer.CaseVariant(root); ok {
+			return flatPlan{}, refusal(CheckField, "argument %q differs from the pinned field %s only in case", key, t.Set[i].Pointer)
+		}
+	}
+	for _, p := range t.Clear {
+		if key, ok := p.CaseVariant(root); ok {
+			return flatPlan{}, refusal(CheckField, "argument %q differs from the cleared field %s only in case", key, p)
+		}
+	}
+	return flatPlan{}, nil
+}
+
+// flatPlan is what the case check of a flat tool learnt of the arguments
+// object for the flat edit: which of its members (the first 64) name a
+// touched field exactly, and so are dropped. known is false when it learnt
+// nothing.
+type flatPlan struct {
+	drop  uint64
+	known bool
+}
+
+// caseCheckFlat is caseChecks for a flat tool touching at most eight
+// fields: it reads the members once for every field, where the general
+// check looks each field's pointer up apart, and gives the same answer: an
+// identity field present as written or in another case, then for each
+// pinned and each cleared field a key naming it but for case while no key
+// names it exactly, in that order. Its plan is known when it applies and
+// the object has at most 64 members.
+func (t *Fields) caseCheckFlat(root args.Value) (plan flatPlan, err error) {
+	if t == nil || !t.flat || len(t.touched) > 8 || root.Kind() != args.Object {
+		return flatPlan{}, nil
+	}
+	plan.known = root.Len() <= 64
+	if len(t.touched) == 0 {
+		return plan, nil
+	}
+	// By index in t.touched, which for a flat tool lists the cleared, the
+	// pinned and the identity fields, in that order, each once.
+	var exact, folded uint8
+	var variant [8]int32 // the index of the first member naming touched[j] but for case
+	i := -1
+	for k := range root.Members() {
+		i++
+		for j, name := range t.touched {
+			switch {
+			case len(k) > 0 && len(name) > 0 && (k[0]|name[0]) < 0x80 && (k[0]^name[0])&^0x20 != 0:
+				// ASCII first bytes that are neither equal nor a case pair:
+				// not the same key (SameKey's own first test, inline).
+			case !args.SameKey(k, name):
+			case k == name:
+				exact |= 1 << j
+				plan.drop |= 1 << (i & 63)
+			case folded&(1<<j) == 0:
+				variant[j], folded = int32(i), folded|1<<j
+			}
+		}
+	}
+	nc, ns := len(t.clear), len(t.Set)
+	for i, f := range t.Identity {
+		if (exact|folded)&(1<<(nc+ns+i)) != 0 {
+			return flatPlan{}, refusal(CheckIdentity, "argument %s is set by aegis from the session; the call may not supply it", f.Pointer)
+		}
+	}
+	key := func(j int) string { k, _ := root.Member(int(variant[j])); return k }
+	for i := range t.Set {
+		if folded&^exact&(1<<(nc+i)) != 0 {
+			return flatPlan{}, refusal(CheckField, "argument %q differs from the pinned field %s only in case", key(nc+i), t.Set[i].Pointer)
+		}
+	}
+	for i := range t.clear {
+		if folded&^exact&(1<<i) != 0 {
+			return flatPlan{}, refusal(CheckField, "argument %q differs from the cleared field %s only in case", key(i), t.Clear[i])
+		}
+	}
+	return plan, nil
+}
+
+// shapeFlat is the edit step for a tool whose set, clear and identity
+// fields are all members of the arguments object itself: the members are
+// copied as their source text, leaving out the ones aegis sets or clears,
+// and the set and identity fields appended. It gives the same arguments as
+// the tree edit, without building a tree, and writes them with an
+// [args.Builder]: when the case check found no member to drop (the model
+// wrote none of the fields aegis sets or clears, the usual case), onto the
+// end of w.Doc itself, whose members stay as they are; otherwise into
+// w.Spare, which becomes w.Doc. Either way w.Doc is the document of exactly
+// the text it returns, without decoding that text again.
+func (t *Fields) applyFlat(w *Work, p *Principal, root args.Value, size int, plan flatPlan) ([]byte, error) {
+	// The identity values first: a principal without one refuses the call
+	// before any text is written.
+	var idBuf [4]string
+	ids := idBuf[:0]
+	for _, f := range t.Identity {
+		v, ok := p.value(f.Source)
+		if !ok {
+			return nil, refusal(CheckIdentity, "argument %s: the principal %q has no %s in the configuration", f.Pointer, p.name(), f.Source)
+		}
+		ids = append(ids, strings.ToValidUTF8(v, "\uFFFD"))
+	}
+	b := &w.B
+	buf := w.Out[:0]
+	if cap(buf) < size+t.setBytes {
+		buf = make([]byte, 0, size+t.setBytes)
+	}
+	var next *args.Doc // the spare document, when the members are copied
+	var placed uint64  // the set fields written in the model's member's place (a flat tool has at most 64)
+	if !plan.known || plan.drop != 0 || !b.BeginAppend(w.Doc, buf, w.Limits) {
+		next = w.Spare
+		b.Begin(next, buf, w.Limits)
+		for i := range root.Len() {
+			var k string
+			if plan.known {
+				if plan.drop&(1<<i) == 0 {
+					b.Keep(root, i)
+					continue
+				}
+				k, _ = root.Member(i)
+			} else if k, _ = root.Member(i); !t.touches(k) {
+				b.Keep(root, i)
+				continue
+			}
+			for j := range t.Set {
+				if t.Set[j].toks[0] == k {
+					b.Member(k, t.Set[j].value)
+					placed |= 1 << j
+				}
+			}
+		}
+	}
+	for j := range t.Set {
+		if placed&(1<<j) == 0 {
+			b.Member(t.Set[j].toks[0], t.Set[j].value)
+		}
+	}
+	for i, f := range t.Identity {
+		b.StringMember(f.toks[0], ids[i])
+	}
+	out, err := b.End()
+	if err != nil {
+		return nil, refusal(CheckField, "the shaped arguments: %v", err)
+	}
+	w.Out = out // kept, grown, for the next call on this storage
+	if next != nil {
+		w.Doc, w.Spare = next, w.Doc
+	}
+	return out, nil
+}
