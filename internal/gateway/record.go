@@ -229,3 +229,9 @@ func CapsOf(caps []capability.Capability) []chain.Cap {
 	}
 	return out
 }
+
+// modelArgsHash hashes the arguments as the model wrote them.
+func (e *Engine) modelArgsHash(c *Call, doc *args.Doc) [32]byte {
+	doc.Decode(c.Arguments, &e.limits) // on failure doc holds nothing: hashArgs hashes the raw bytes
+	return hashArgs(doc, c.Arguments)
+}

@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/binding"
+	"github.com/aegis-mcp/aegis/internal/dlp"
+	"github.com/aegis-mcp/aegis/internal/egress"
+	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/schema"
+	"github.com/aegis-mcp/aegis/internal/session"
+	"github.com/aegis-mcp/aegis/internal/shape"
+)
+
+// Server is what the engine knows of one configured server.
+type Server struct {
+	Name     string
+	Bindings binding.Table   // nil: every tool is unbound
+	Options  binding.Options // how its arguments are canonicalised
+	// HideUnallowed hides from the client's tools/list the tools that no
+	// rule could allow (policy.Set.MayAllow).
+	HideUnallowed bool
+	// Templates, if set, is the template syntax the server expands in its
+	// inputs: template markers in model-written strings are neutralised
+	// (R13).
+	Templates *shape.Syntax
+	// Tools configures the checks per tool; a tool not listed has none.
+	Tools map[string]*Tool
+	// Egress is the gate every net.connect capability passes (R15); nil
+	// means the default gate.
+	Egress *egress.Checker
+	// SchemaOff turns off the closed-schema check of arguments (R11),
+	// which is on whenever a call carries its tool's pinned schema.
+	SchemaOff bool
+	// DLP says what secrets found in arguments and results do (R17); nil
+	// scans nothing.
+	DLP *DLP
+}
+
+// DLP is a server's data-loss prevention: the actions for findings in
+// the arguments of its calls and in its results.
+type DLP struct {
+	Arguments dlp.Actions
+	Results   dlp.Actions
+}
+
+// Engine decides calls for a set of servers under one policy. It is safe for
+// concurrent use and immutable once built.
+type Engine struct {
+	policy     *policy.Set
+	servers    map[string]*Server
+	limits     args.Limits
+	sessions   *session.Store
+	principals map[string]map[string]string
+	// defaultEgress gates the net.connect of servers with no egress
+	// configuration.
+	defaultEgress *egress.Checker
+	schemas       schemaCache
+	schemaOpts    schema.Options // for tools with no configuration
+	scratch       sync.Pool      // *scratch
+}
+
+// Options configures an Engine. The zero value uses the default argument
+// limits of package args and a session store of its own.
+type Options struct {
+	Limits args.Limits
+	// Sessions holds the state of sessions (provenance, caps, taint); nil
+	// means a new store with the defaults.
+	Sessions *session.Store
+	// Principals holds attributes of principals, the sources of identity
+	// fields ("principal.account").
+	Principals map[string]map[string]string
+}
+
+// New returns an engine deciding under p for servers.
+func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
+	if p == nil {
+		return nil, errors.New("gateway: no policy")
+	}
+	e := &Engine{policy: p, servers: make(map[string]*Server, len(servers))}
+	if o != nil {
+		e.limits, e.sessions, e.principals = o.Limits, o.Sessions, o.Principals
+	}
+	if e.sessions == nil {
+		e.sessions = session.New(nil)
+	}
+	def, err := egress.New(nil)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: the default egress gate: %w", err)
+	}
+	e.defaultEgress = def
+	for _, s := range servers {
+		if _, dup := e.servers[s.Name]; dup {
+			return nil, fmt.Errorf("gateway: server %q configured twice", s.Name)
+		}
+		for name, t := range s.Tools {
+			if err := t.compiled(); err != nil {
+				return nil, fmt.Errorf("gateway: server %q, tool %q: %w", s.Name, name, err)
+			}
+			t.schemaOpts.Limits = &e.limits
+		}
+		e.servers[s.Name] = s
+	}
+	e.schemaOpts.Limits = &e.limits
+	e.scratch.New = func() any { return new(scratch) }
+	return e, nil
+}
+
+// Policy returns the engine's policy.
+func (e *Engine) Policy() *policy.Set { return e.policy }
+
+// Server returns the configured server called name, or nil.
+func (e *Engine) Server(name string) *Server { return e.servers[name] }
+
+// ErrUnknownServer is returned (in Verdict.Err) for a call to a server the
+// configuration does not name.
+var ErrUnknownServer = errors.New("unknown server")
