@@ -18,7 +18,6 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
-	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/pin"
@@ -137,7 +136,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer envs.Close()
-		sc.Envelopes, sc.Redact = envs, redactEnvelope
+		sc.Envelopes = envs
 	}
 	sess, err := eng.NewSession(sc)
 	if err != nil {
@@ -171,33 +170,6 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return exitError{ee.ExitCode()}
 	}
 	return err
-}
-
-// redactEnvelope takes every secret DLP finds out of arguments before they
-// enter an envelope, whatever the server's DLP actions say: an envelope
-// keeps what a call carried, never a secret. Arguments aegis cannot read
-// are kept out whole. Arguments in which DLP finds nothing, most of them,
-// are kept as they are rather than re-encoded: the same JSON value, as
-// forwarded (TestRedactEnvelopeFastPath holds this to the re-encoding).
-func redactEnvelope(a []byte) ([]byte, []envelope.Redaction) {
-	if found, ok := hasFindings(a); ok && !found {
-		return a, nil
-	}
-	return redactAll(a)
-}
-
-// redactAll is redactEnvelope without its fast path: the arguments
-// re-encoded by dlp.RedactJSON, secrets taken out.
-func redactAll(a []byte) ([]byte, []envelope.Redaction) {
-	out, found, err := dlp.RedactJSON(a, nil, nil)
-	if err != nil {
-		return []byte(`"(arguments aegis could not read are not kept)"`), nil
-	}
-	reds := make([]envelope.Redaction, 0, len(found))
-	for _, f := range found {
-		reds = append(reds, envelope.Redaction{Pointer: f.Pointer, Kind: string(f.Kind)})
-	}
-	return out, reds
 }
 
 // relayGate is the relay's Gate over a gateway.Session: the two speak

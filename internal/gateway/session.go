@@ -64,7 +64,8 @@ type SessionConfig struct {
 	// Envelopes, if set with Log, receives each call's redacted input (R23).
 	Envelopes *envelope.Store
 	// Redact takes secrets out of arguments before they enter an envelope;
-	// nil keeps them as they are.
+	// nil means redactEnvelope, which takes out every secret DLP finds,
+	// whatever the server's DLP actions say.
 	Redact func(arguments []byte) ([]byte, []envelope.Redaction)
 	// Logger receives operational logs; nil discards them.
 	Logger *slog.Logger
@@ -96,6 +97,9 @@ func (e *Engine) NewSession(cfg *SessionConfig) (*Session, error) {
 	}
 	if cfg.Log == nil {
 		s.rec.Envelopes = nil
+	}
+	if s.rec.Redact == nil {
+		s.rec.Redact = redactEnvelope
 	}
 	s.mem.New = func() any { return new(callMem) }
 	if cfg.ID != "" {
