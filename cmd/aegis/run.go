@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"os/user"
-	"path/filepath"
 	"syscall"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
@@ -30,20 +29,10 @@ type stringsFlag []string
 func (s *stringsFlag) String() string     { return fmt.Sprint(*s) }
 func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
-// stateDir is aegis's one state directory: $AEGIS_HOME, else the XDG state
-// directory.
+// stateDir is aegis's one state directory (config.DefaultState).
 func stateDir() (string, error) {
-	if d := os.Getenv("AEGIS_HOME"); d != "" {
-		return d, nil
-	}
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "aegis"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("no state directory: set AEGIS_HOME (%v)", err)
-	}
-	return filepath.Join(home, ".local", "state", "aegis"), nil
+	s, err := config.DefaultState()
+	return string(s), err
 }
 
 // cmdRun wraps one stdio MCP server: every tools/call is decided, recorded
@@ -67,12 +56,12 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError(stderr, "--origin: %v", err)
 	}
-	state, err := stateDir()
+	state, err := config.DefaultState()
 	if err != nil {
 		return err
 	}
 	if *cfgPath == "" {
-		*cfgPath = filepath.Join(state, "aegis.yaml")
+		*cfgPath = state.Config()
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
@@ -103,13 +92,13 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		*session = hex.EncodeToString(b[:])
 	}
 
-	if err := os.MkdirAll(filepath.Join(state, "logs"), 0o700); err != nil {
+	if err := os.MkdirAll(state.Logs(), 0o700); err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Another aegis may be recording this server (a second client or
 	// agent session): this one takes the first lane free (lanes.go).
-	chainRoot := filepath.Join(state, "chain")
+	chainRoot := state.Chains()
 	log, ln, err := openLane(chainRoot, name, chain.Options{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("opening the chain: %w", err)
@@ -122,7 +111,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	// signed now.
 	tidyLanes(chainRoot, name, ln, chain.Options{Logger: logger}, stderr)
 
-	pins, err := pin.Open(filepath.Join(state, "pins", name+".json"))
+	pins, err := pin.Open(state.PinFile(name))
 	if err != nil {
 		return err
 	}
@@ -131,7 +120,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Pins: pins, Log: log, Logger: logger, Notify: stderr,
 	}
 	if cfg.Envelopes {
-		envs, err := envelope.Open(filepath.Join(state, "envelopes", name), cfg.EnvelopeRetention)
+		envs, err := envelope.Open(state.Envelopes(name), cfg.EnvelopeRetention)
 		if err != nil {
 			return err
 		}
@@ -157,7 +146,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	relay := cfg.Relay[name]
 	err = proxy.Run(ctx, stdin, stdout, cmd, relayGate{sess}, &proxy.Options{
 		MaxMessageBytes: int(relay.MaxMessageBytes),
-		StderrLog:       filepath.Join(state, "logs", name+".stderr.log"),
+		StderrLog:       state.StderrLog(name),
 		StderrLogBytes:  relay.StderrLogBytes,
 		Stderr:          stderr,
 		Logger:          logger,
