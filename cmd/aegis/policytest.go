@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"go.yaml.in/yaml/v3"
 
@@ -25,6 +24,8 @@ import (
 //	           arguments: {path: "/home/alice/projects/../.ssh/id_rsa"}}
 //	    want: deny
 //	    rules: [no-ssh]             # optional: the rules that decided
+//
+// A call may carry the tool's input_schema, as `aegis eval` events do.
 type testFile struct {
 	Config string      `yaml:"config,required"`
 	Tests  []*testCase `yaml:"tests,required"`
@@ -49,6 +50,10 @@ type testCall struct {
 	Server    string                `yaml:"server,required"`
 	Tool      string                `yaml:"tool,required"`
 	Arguments jsonValue             `yaml:"arguments"`
+	// InputSchema is the tool's input schema as its server would list it:
+	// with one, the arguments are checked against it, closed, as `aegis
+	// run` checks them against the schema it pinned.
+	InputSchema jsonValue `yaml:"input_schema"`
 }
 
 func (*testCall) YAMLName() string { return "call" }
@@ -57,58 +62,9 @@ func (*testCall) YAMLName() string { return "call" }
 type jsonValue struct{ raw json.RawMessage }
 
 func (j *jsonValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
-	v, err := yamlToJSON(file, n)
-	if err != nil {
-		return err
-	}
-	j.raw, err = json.Marshal(v)
+	b, err := strictyaml.ToJSON(file, n)
+	j.raw = b
 	return err
-}
-
-// yamlToJSON converts a YAML node to a value encoding/json encodes: mappings
-// need string keys; scalars keep YAML's core types.
-func yamlToJSON(file string, n *yaml.Node) (any, error) {
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			if k.Kind != yaml.ScalarNode {
-				return nil, strictyaml.Errorf(file, k, "want a string key")
-			}
-			v, err := yamlToJSON(file, n.Content[i+1])
-			if err != nil {
-				return nil, err
-			}
-			m[k.Value] = v
-		}
-		return m, nil
-	case yaml.SequenceNode:
-		s := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := yamlToJSON(file, c)
-			if err != nil {
-				return nil, err
-			}
-			s = append(s, v)
-		}
-		return s, nil
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!null":
-			return nil, nil
-		case "!!bool":
-			return n.Value == "true", nil
-		case "!!int", "!!float":
-			if _, err := strconv.ParseFloat(n.Value, 64); err != nil {
-				return nil, strictyaml.Errorf(file, n, "number %q cannot be written as JSON", n.Value)
-			}
-			return json.Number(n.Value), nil
-		default:
-			return n.Value, nil
-		}
-	}
-	return nil, strictyaml.Errorf(file, n, "unsupported YAML value")
 }
 
 func cmdPolicyTest(argv []string, stdout, stderr io.Writer) error {
@@ -170,7 +126,7 @@ func runTestFile(file string, stdout io.Writer, verbose bool) (failed, passed in
 		ev := event{
 			Session: tc.Call.Session, Principal: tc.Call.Principal, Roles: tc.Call.Roles,
 			Origin: origin.String(), Taint: tc.Call.Taint, Server: tc.Call.Server, Tool: tc.Call.Tool,
-			Arguments: tc.Call.Arguments.raw,
+			Arguments: tc.Call.Arguments.raw, InputSchema: tc.Call.InputSchema.raw,
 		}
 		if ev.Arguments == nil {
 			ev.Arguments = json.RawMessage("{}")

@@ -255,6 +255,23 @@ func metadataClass(a netip.Addr) Class {
 	return 0
 }
 
+// EmbeddedIPv4 returns the IPv4 address that addr, an IPv6 address,
+// carries by one of the embeddings [ClassOf] reads (mapped, translated,
+// compatible, NAT64 well-known and local-use, 6to4, Teredo, ISATAP), and
+// false for any other address, IPv4 ones included. A zone is ignored. It
+// is the one reading of embeddings in aegis: a policy's deny of an IPv4
+// network follows it, so that no spelling of a denied address escapes.
+func EmbeddedIPv4(addr netip.Addr) (netip.Addr, bool) {
+	if !addr.Is6() {
+		return netip.Addr{}, false
+	}
+	b := addr.As16()
+	if v4, ok := embeddedV4(b); ok {
+		return v4, true
+	}
+	return isatapV4(b)
+}
+
 // embeddedV4 returns the IPv4 address embedded in an IPv6 address whose
 // whole block exists to carry one.
 func embeddedV4(b [16]byte) (netip.Addr, bool) {

@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/aegis-mcp/aegis/internal/atomicfile"
 )
 
 // The key files of a chain directory.
@@ -184,44 +186,9 @@ func ParsePublicKey(b []byte) (ed25519.PublicKey, error) {
 // MarshalPublicKey returns pub in the form of chain.pub.
 func MarshalPublicKey(pub ed25519.PublicKey) []byte { return marshalPublicKey(pub) }
 
-// writeFileSync writes name in dir atomically and durably: a temporary
-// file, fsync, rename, fsync of the directory.
+// writeFileSync writes name in dir atomically and durably.
 func writeFileSync(dir, name string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(dir, "."+name+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // fails harmlessly once renamed
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.WriteFile(filepath.Join(dir, name), data, perm)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }

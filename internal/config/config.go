@@ -23,7 +23,6 @@
 package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -168,66 +167,9 @@ type jsonValue struct {
 }
 
 func (j *jsonValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
-	v, err := yamlToJSON(file, n, 0)
-	if err != nil {
-		return err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return strictyaml.Errorf(file, n, "%v", err)
-	}
+	b, err := strictyaml.ToJSON(file, n)
 	j.json = b
-	return nil
-}
-
-// yamlToJSON converts a YAML node (already checked by strictyaml: no
-// aliases, no custom tags) to a value encoding/json marshals.
-func yamlToJSON(file string, n *yaml.Node, depth int) (any, error) {
-	if depth > 32 {
-		return nil, strictyaml.Errorf(file, n, "value nested deeper than 32 levels")
-	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!null":
-			return nil, nil
-		case "!!bool":
-			var b bool
-			if err := n.Decode(&b); err != nil {
-				return nil, strictyaml.Errorf(file, n, "%v", err)
-			}
-			return b, nil
-		case "!!int", "!!float":
-			var f float64
-			if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				return nil, strictyaml.Errorf(file, n, "want a finite number, got %q", n.Value)
-			}
-			return json.Number(strconv.FormatFloat(f, 'g', -1, 64)), nil
-		default:
-			return n.Value, nil
-		}
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(n.Content))
-		for _, c := range n.Content {
-			v, err := yamlToJSON(file, c, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	case yaml.MappingNode:
-		out := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			v, err := yamlToJSON(file, n.Content[i+1], depth+1)
-			if err != nil {
-				return nil, err
-			}
-			out[n.Content[i].Value] = v
-		}
-		return out, nil
-	}
-	return nil, strictyaml.Errorf(file, n, "unsupported YAML value")
+	return err
 }
 
 func (*fileServer) YAMLName() string { return "server" }

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/atomicfile"
+	"github.com/aegis-mcp/aegis/internal/filelock"
 )
 
 // Pin is the pinned definition of one tool.
@@ -71,21 +73,15 @@ type Store struct {
 
 	mu    sync.Mutex
 	tools map[string]*Pin
-	stamp fileStamp // of the file as last read or written
+	stamp fs.FileInfo // of the file as last read or written
 }
 
-type fileStamp struct {
-	mod  time.Time
-	size int64
-	ino  uint64
-}
-
-func stampOf(fi fs.FileInfo) fileStamp {
-	st := fileStamp{mod: fi.ModTime(), size: fi.Size()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
-	}
-	return st
+// unchanged reports whether fi is the file last read or written: the same
+// file (a rename over it makes a new one), modified at the same time, of
+// the same size.
+func (s *Store) unchanged(fi fs.FileInfo) bool {
+	return s.stamp != nil && os.SameFile(s.stamp, fi) &&
+		fi.ModTime().Equal(s.stamp.ModTime()) && fi.Size() == s.stamp.Size()
 }
 
 // Open opens the pin file at path, creating its directory. A missing file
@@ -118,7 +114,7 @@ func (s *Store) reload() error {
 	if err != nil {
 		return fmt.Errorf("pins: %w", err)
 	}
-	if st := stampOf(fi); s.tools != nil && st == s.stamp {
+	if s.tools != nil && s.unchanged(fi) {
 		return nil
 	}
 	data, err := os.ReadFile(s.path)
@@ -129,7 +125,7 @@ func (s *Store) reload() error {
 	if err != nil {
 		return err
 	}
-	s.tools, s.stamp = tools, stampOf(fi)
+	s.tools, s.stamp = tools, fi
 	return nil
 }
 
@@ -174,11 +170,11 @@ func decodeFile(path string, data []byte) (map[string]*Pin, error) {
 func (s *Store) update(fn func(tools map[string]*Pin) (changed bool, err error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	unlock, err := lockFile(s.path + ".lock")
+	lock, err := filelock.OpenLocked(s.path + ".lock")
 	if err != nil {
-		return err
+		return fmt.Errorf("pins: %w", err)
 	}
-	defer unlock()
+	defer lock.Close() // releases the lock
 	if err := s.reload(); err != nil {
 		return err
 	}
@@ -197,34 +193,14 @@ func (s *Store) write() error {
 		return fmt.Errorf("pins: %w", err)
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".pins-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(s.path, data, 0o600); err != nil {
 		return fmt.Errorf("pins: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("pins: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("pins: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("pins: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
-		return fmt.Errorf("pins: %w", err)
-	}
-	if dir, err := os.Open(filepath.Dir(s.path)); err == nil {
-		dir.Sync()
-		dir.Close()
 	}
 	fi, err := os.Stat(s.path)
 	if err != nil {
 		return fmt.Errorf("pins: %w", err)
 	}
-	s.stamp = stampOf(fi)
+	s.stamp = fi
 	return nil
 }
 
@@ -346,16 +322,3 @@ func (s *Store) All() (map[string]Pin, error) {
 }
 
 func sortedKeys(m map[string]*Pin) []string { return names(m) }
-
-// lockFile takes an exclusive advisory lock on path, waiting for it.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("pins: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("pins: locking %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
-}

@@ -75,8 +75,8 @@ func (h *hostMatcher) add(p string) error {
 // match reports whether the host of c matches. A name never matches a
 // network, and an address never matches a suffix. When embedded is set
 // (deny rules), a network also matches the IPv4 address embedded in an
-// IPv6 one (NAT64, 6to4, Teredo, IPv4-compatible), so that no spelling of
-// a denied address escapes its rule.
+// IPv6 one, by every embedding [capability.EmbeddedIPv4] reads, so that no
+// spelling of a denied address escapes its rule.
 func (h *hostMatcher) match(c *capability.Capability, embedded bool) bool {
 	for _, e := range h.exact {
 		if e == c.Host {
@@ -93,7 +93,7 @@ func (h *hostMatcher) match(c *capability.Capability, embedded bool) bool {
 			}
 		}
 		if embedded && len(h.prefixes) > 0 {
-			if v4, ok := embeddedV4(c.Addr); ok {
+			if v4, ok := capability.EmbeddedIPv4(c.Addr); ok {
 				for _, p := range h.prefixes {
 					if p.Contains(v4) {
 						return true
@@ -109,33 +109,6 @@ func (h *hostMatcher) match(c *capability.Capability, embedded bool) bool {
 		}
 	}
 	return false
-}
-
-var (
-	nat64     = netip.MustParsePrefix("64:ff9b::/96")
-	sixToFour = netip.MustParsePrefix("2002::/16")
-	teredo    = netip.MustParsePrefix("2001::/32")
-	compat    = netip.MustParsePrefix("::/96")
-)
-
-// embeddedV4 returns the IPv4 address an IPv6 address carries, by the
-// well-known embeddings.
-func embeddedV4(a netip.Addr) (netip.Addr, bool) {
-	if !a.Is6() {
-		return netip.Addr{}, false
-	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return netip.AddrFrom4([4]byte(b[12:16])), true
-	case sixToFour.Contains(a):
-		return netip.AddrFrom4([4]byte(b[2:6])), true
-	case teredo.Contains(a):
-		return netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), true
-	case compat.Contains(a) && a.Compare(netip.MustParseAddr("::ffff")) > 0:
-		return netip.AddrFrom4([4]byte(b[12:16])), true
-	}
-	return netip.Addr{}, false
 }
 
 // portRange is an inclusive range of ports.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/aegis-mcp/aegis/internal/filelock"
 )
 
 // DefaultStderrLogBytes is the default size of the server's stderr log.
@@ -93,16 +95,18 @@ func (l *stderrLog) Write(p []byte) error {
 // rotate renames the log, if it is still l.f and still too full for a
 // write of n bytes, and opens a new one.
 func (l *stderrLog) rotate(n int64) error {
-	unlock, err := lockFile(l.f)
-	if err != nil {
+	// Where filelock has no lock, two processes that find the log full at
+	// once may both rotate it, and the older lines of one rotation are lost.
+	if err := filelock.Lock(l.f); err != nil {
 		return fmt.Errorf("locking the log to rotate it: %w", err)
 	}
+	var err error
 	fi, err1 := l.f.Stat()
 	pi, err2 := os.Stat(l.path)
 	if err1 == nil && err2 == nil && os.SameFile(fi, pi) && fi.Size()+n > l.max {
 		err = os.Rename(l.path, l.path+".1")
 	}
-	unlock()
+	filelock.Unlock(l.f)
 	if err != nil {
 		return err
 	}

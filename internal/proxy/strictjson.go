@@ -17,8 +17,14 @@ import (
 // match field names case-insensitively), invalid UTF-8, a lone surrogate
 // escape or trailing bytes make the whole message invalid.
 //
-// TODO(proxy): use internal/args' strict decoder once it has landed, if it
-// rejects case-folded duplicates too; this one exists because it had not.
+// TODO(proxy): args has landed, but its decoder does not do this job yet:
+// it rejects exact duplicate keys only, not case variants; it takes only a
+// top-level object (the relay also reads batches and bare ids); it keeps
+// nothing of a document that failed (the relay still answers the id read
+// before the failure); and it unescapes every string, which on a 1 MiB
+// escape-heavy result made it 1.4x slower than this validator, with an
+// 880 KB allocation per message (2026-12, same run). Delete this file when
+// args has a validate-only mode that does all four at this speed.
 
 // A syntaxError says what was wrong with a message and where.
 type syntaxError struct {
