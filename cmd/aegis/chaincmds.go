@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 func loadKey(path string) (ed25519.PublicKey, error) {
@@ -165,7 +166,7 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.seq(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
-		if e.Mode == chain.Shadow {
+		if e.Mode == record.Shadow {
 			fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
 		}
 		fmt.Fprintln(stdout)
@@ -183,7 +184,7 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 func lastEntries(ln lane, n int) ([]laneEntry, error) {
 	collect := func(from uint64) ([]laneEntry, error) {
 		var ring []laneEntry
-		err := chain.ScanFrom(ln.dir, from, func(e *chain.Entry) error {
+		err := chain.ScanFrom(ln.dir, from, func(e *record.Entry) error {
 			c := *e
 			ring = append(ring, laneEntry{ln, &c})
 			if n > 0 && len(ring) > n {
@@ -217,7 +218,7 @@ func lastEntries(ln lane, n int) ([]laneEntry, error) {
 // A laneEntry is an entry and the lane it is in.
 type laneEntry struct {
 	lane lane
-	e    *chain.Entry
+	e    *record.Entry
 }
 
 // cmdKey prints the chain's public key, to keep a copy apart from the chain.

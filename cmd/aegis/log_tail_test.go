@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // TestLastEntriesCrashTail holds the log's tail read to the whole read on
@@ -54,7 +55,7 @@ func TestLastEntriesCrashTail(t *testing.T) {
 				t.Fatalf("%d segments, want several", len(starts))
 			}
 			var all []uint64
-			if err := chain.Scan(dir, func(e *chain.Entry) error { all = append(all, e.Seq); return nil }); err != nil {
+			if err := chain.Scan(dir, func(e *record.Entry) error { all = append(all, e.Seq); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			ns := []int{0, 1, total, total + 1}

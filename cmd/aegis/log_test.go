@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // logChain writes a chain of total entries into dir, in segments of
@@ -19,10 +20,10 @@ func logChain(t *testing.T, dir string, segSize int64, total int) {
 		t.Fatal(err)
 	}
 	for i := range total {
-		e := &chain.Entry{
+		e := &record.Entry{
 			Time: time.Date(2026, 11, 30, 0, 0, i, 0, time.UTC), Session: "s", Principal: "p",
 			Server: "fs", Tool: "read", Decision: "allow", Mode: "enforce",
-			Rules: []string{"r"}, Caps: []chain.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/f/%d", i)}},
+			Rules: []string{"r"}, Caps: []record.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/f/%d", i)}},
 			Reason: "ok", Origin: "interactive",
 		}
 		if _, _, err := l.Append(context.Background(), e); err != nil {
@@ -46,7 +47,7 @@ func TestLastEntries(t *testing.T) {
 		t.Fatalf("%d segments, want several", len(starts))
 	}
 	var all []uint64
-	chain.Scan(dir, func(e *chain.Entry) error { all = append(all, e.Seq); return nil })
+	chain.Scan(dir, func(e *record.Entry) error { all = append(all, e.Seq); return nil })
 	ns := []int{0, 1, 2, total - 1, total, total + 5}
 	for _, s := range starts { // every segment boundary, and either side
 		for _, d := range []int{-1, 0, 1} {

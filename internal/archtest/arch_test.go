@@ -55,8 +55,10 @@ var layers = map[string][]string{
 	"internal/strictyaml": {},
 	"internal/binding":    {"internal/args", "internal/capability", "internal/strictyaml"},
 	"internal/policy":     {"internal/capability", "internal/strictyaml"},
-	"internal/chain":      {},
-	"internal/gateway":    {"internal/args", "internal/binding", "internal/capability", "internal/chain", "internal/policy", "internal/envelope", "internal/dlp", "internal/shape", "internal/session", "internal/egress", "internal/pin", "internal/schema"},
+	"internal/record":     {"internal/capability"},
+	"internal/jcsref":     {},
+	"internal/chain":      {"internal/record"},
+	"internal/gateway":    {"internal/args", "internal/binding", "internal/capability", "internal/chain", "internal/record", "internal/policy", "internal/envelope", "internal/dlp", "internal/shape", "internal/session", "internal/egress", "internal/pin", "internal/schema"},
 	"internal/config":     {"internal/args", "internal/binding", "internal/capability", "internal/gateway", "internal/policy", "internal/strictyaml", "internal/egress", "internal/session", "internal/shape", "internal/dlp"},
 	"internal/proxy":      {"internal/args"},
 	"internal/demoserver": {},
@@ -71,7 +73,7 @@ var layers = map[string][]string{
 
 // pure packages decide from values alone: no files, no network, no
 // processes.
-var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape", "internal/schema"}
+var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape", "internal/schema", "internal/record", "internal/jcsref"}
 
 // syscall is allowed: package capability names errno values (EINVAL, ENOTDIR)
 // that its injected Readlink returns, and makes no call.
@@ -81,7 +83,8 @@ var ioImports = []string{"os", "os/exec", "net", "net/http", "io/ioutil", "plugi
 // use it only to view bytes as a string (unsafe.String of unsafe.SliceData),
 // never for pointer arithmetic or conversions between types.
 var unsafeViews = map[string]string{
-	"internal/args": "a Doc reads the text it decodes or builds as a string without copying it (DecodeBorrowed, Builder.End)",
+	"internal/args":   "a Doc reads the text it decodes or builds as a string without copying it (DecodeBorrowed, Builder.End)",
+	"internal/record": "an Arena's strings are views of string bytes it copied and never writes again (Arena.newString)",
 }
 
 // sdkAllowed may import the MCP SDK; nothing below the protocol layer may.
