@@ -2,9 +2,9 @@
 // with one [record.Entry] per decision, hash-linked and signed, stored in a
 // directory of JSON Lines segment files. It owns the segments, the links
 // and seq numbers it assigns, checkpoint and ack lines, keys, group commit
-// and crash recovery, offline verification, the reader that recheck
-// replays, and the layout of a state directory's chains (lanes). Package
-// record owns the entry itself: its fields, canonical encoding and hash.
+// and crash recovery, offline verification, and the readers that recheck
+// and aegis log use. Package record owns the entry itself: its fields,
+// canonical encoding and hash.
 //
 // It stores decisions as data: it imports nothing of the engine that makes
 // them. The raw arguments of a call are not in the chain (they go to the
