@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 const crashConfig = `version: 1
@@ -78,7 +79,7 @@ func TestCrashUnderLoad(t *testing.T) {
 		kept = rep.Acked
 	}
 	recorded := map[[32]byte]string{}
-	if err := chain.Scan(chainDir, func(e *chain.Entry) error {
+	if err := chain.Scan(chainDir, func(e *record.Entry) error {
 		if e.Seq <= kept {
 			recorded[e.ArgsHash] = e.Decision
 		}
@@ -87,7 +88,7 @@ func TestCrashUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, text := range seen {
-		if d, ok := recorded[argsHash(t, map[string]string{"text": text})]; !ok || d != chain.Allow {
+		if d, ok := recorded[argsHash(t, map[string]string{"text": text})]; !ok || d != record.Allow {
 			t.Fatalf("the client saw %q forwarded, but the chain has no signed or acknowledged allow entry for it (%q, %v)", text, d, ok)
 		}
 	}

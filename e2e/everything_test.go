@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -75,7 +76,7 @@ func TestEverythingFidelity(t *testing.T) {
 		if rep.Entries != uint64(calls) {
 			t.Errorf("the chain has %d entries; the client made %d tool calls", rep.Entries, calls)
 		}
-		if diff := cmp.Diff(map[string]int{chain.Allow: calls}, decisions); diff != "" {
+		if diff := cmp.Diff(map[string]int{record.Allow: calls}, decisions); diff != "" {
 			t.Errorf("decisions in the chain (-want +got):\n%s", diff)
 		}
 	})
@@ -198,7 +199,7 @@ func verifyChain(t *testing.T, aegisHome, server string) (chain.Report, map[stri
 // entries. A chain that does not verify, or ends with entries no
 // checkpoint signs (aegis exited cleanly, so every entry must be signed),
 // fails the test.
-func readChain(t *testing.T, aegisHome, server string) ([]chain.Entry, chain.Report) {
+func readChain(t *testing.T, aegisHome, server string) ([]record.Entry, chain.Report) {
 	t.Helper()
 	dir := filepath.Join(aegisHome, "chain", server)
 	pubPEM, err := os.ReadFile(filepath.Join(dir, chain.PublicKeyFile))
@@ -216,8 +217,8 @@ func readChain(t *testing.T, aegisHome, server string) ([]chain.Entry, chain.Rep
 	if rep.Truncated() {
 		t.Errorf("the chain ends with %d unsigned entries and %d torn bytes after a clean exit", rep.Unsigned(), rep.TornBytes)
 	}
-	var entries []chain.Entry
-	err = chain.Scan(dir, func(e *chain.Entry) error {
+	var entries []record.Entry
+	err = chain.Scan(dir, func(e *record.Entry) error {
 		c := *e
 		c.Roles = slices.Clone(e.Roles)
 		c.Caps = slices.Clone(e.Caps)
@@ -235,7 +236,7 @@ func readChain(t *testing.T, aegisHome, server string) ([]chain.Entry, chain.Rep
 }
 
 // describe is one line per entry, for failure messages.
-func describe(entries []chain.Entry) string {
+func describe(entries []record.Entry) string {
 	var b strings.Builder
 	for _, e := range entries {
 		fmt.Fprintf(&b, "  %d %s %s %v %v %s\n", e.Seq, e.Tool, e.Decision, e.Rules, e.Caps, e.Reason)

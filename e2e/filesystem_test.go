@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/google/go-cmp/cmp"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -20,7 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -97,33 +98,33 @@ func fsCalls(home string) []fsCall {
 	h := func(p string) string { return filepath.Join(home, p) }
 	key := h(".ssh/id_rsa")
 	return []fsCall{
-		{name: "read_text_file of an allowed file", tool: "read_text_file", args: map[string]any{"path": h("projects/app/main.go")}, want: chain.Allow, rule: "read-projects", paths: []string{h("projects/app/main.go")}, contains: allowedText},
-		{name: "read_file with a ~ path", tool: "read_file", args: map[string]any{"path": "~/projects/notes.txt"}, want: chain.Allow, paths: []string{h("projects/notes.txt")}, contains: allowedText},
-		{name: "read_multiple_files of allowed files", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/app/main.go"), h("projects/notes.txt")}}, want: chain.Allow, contains: "notes: " + allowedText},
-		{name: "list_directory of the projects", tool: "list_directory", args: map[string]any{"path": h("projects")}, want: chain.Allow, contains: "notes.txt"},
+		{name: "read_text_file of an allowed file", tool: "read_text_file", args: map[string]any{"path": h("projects/app/main.go")}, want: record.Allow, rule: "read-projects", paths: []string{h("projects/app/main.go")}, contains: allowedText},
+		{name: "read_file with a ~ path", tool: "read_file", args: map[string]any{"path": "~/projects/notes.txt"}, want: record.Allow, paths: []string{h("projects/notes.txt")}, contains: allowedText},
+		{name: "read_multiple_files of allowed files", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/app/main.go"), h("projects/notes.txt")}}, want: record.Allow, contains: "notes: " + allowedText},
+		{name: "list_directory of the projects", tool: "list_directory", args: map[string]any{"path": h("projects")}, want: record.Allow, contains: "notes.txt"},
 
-		{name: "read_file of the key", tool: "read_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_file of ~/.ssh/id_rsa", tool: "read_file", args: map[string]any{"path": "~/.ssh/id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file of the key", tool: "read_text_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file through projects/..", tool: "read_text_file", args: map[string]any{"path": h("projects") + "/../.ssh/id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file through a deeper .. and .", tool: "read_text_file", args: map[string]any{"path": h("projects/app") + "/../.././.ssh/./id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file with doubled slashes", tool: "read_text_file", args: map[string]any{"path": home + "//.ssh//id_rsa"}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file with head", tool: "read_text_file", args: map[string]any{"path": key, "head": 2}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_multiple_files with the key among allowed files", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/notes.txt"), key}}, want: chain.Deny, rule: "no-secrets", paths: []string{h("projects/notes.txt"), key}, flips: true},
-		{name: "read_multiple_files with ~ and ..", tool: "read_multiple_files", args: map[string]any{"paths": []string{"~/projects/notes.txt", "~/projects/../.ssh/id_rsa"}}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_media_file of the key", tool: "read_media_file", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file through a directory symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/link/id_rsa")}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file of a file symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/key")}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_multiple_files of a file symlink", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/key")}}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "read_text_file through the symlink and ..", tool: "read_text_file", args: map[string]any{"path": h("projects/link") + "/../.ssh/id_rsa"}, want: chain.Deny},
-		{name: "get_file_info of the key", tool: "get_file_info", args: map[string]any{"path": key}, want: chain.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
-		{name: "list_directory of ~/.ssh", tool: "list_directory", args: map[string]any{"path": h(".ssh")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
-		{name: "search_files in ~/.ssh", tool: "search_files", args: map[string]any{"path": h(".ssh"), "pattern": "id_*"}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
-		{name: "directory_tree through the directory symlink", tool: "directory_tree", args: map[string]any{"path": h("projects/link")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
-		{name: "write_file into ~/.ssh", tool: "write_file", args: map[string]any{"path": h(".ssh/authorized_keys"), "content": "ssh-ed25519 AAAA e2e-attacker\n"}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh/authorized_keys")}},
-		{name: "write_file through the directory symlink", tool: "write_file", args: map[string]any{"path": h("projects/link/authorized_keys"), "content": "ssh-ed25519 AAAA e2e-attacker\n"}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh/authorized_keys")}},
-		{name: "move_file from the projects into ~/.ssh", tool: "move_file", args: map[string]any{"source": h("projects/notes.txt"), "destination": h(".ssh/notes.txt")}, want: chain.Deny, rule: "no-secrets", paths: []string{h(".ssh/notes.txt")}},
-		{name: "read_text_file outside the projects", tool: "read_text_file", args: map[string]any{"path": h("other.txt")}, want: chain.Deny, paths: []string{h("other.txt")}, flips: true},
+		{name: "read_file of the key", tool: "read_file", args: map[string]any{"path": key}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_file of ~/.ssh/id_rsa", tool: "read_file", args: map[string]any{"path": "~/.ssh/id_rsa"}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file of the key", tool: "read_text_file", args: map[string]any{"path": key}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file through projects/..", tool: "read_text_file", args: map[string]any{"path": h("projects") + "/../.ssh/id_rsa"}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file through a deeper .. and .", tool: "read_text_file", args: map[string]any{"path": h("projects/app") + "/../.././.ssh/./id_rsa"}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file with doubled slashes", tool: "read_text_file", args: map[string]any{"path": home + "//.ssh//id_rsa"}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file with head", tool: "read_text_file", args: map[string]any{"path": key, "head": 2}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_multiple_files with the key among allowed files", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/notes.txt"), key}}, want: record.Deny, rule: "no-secrets", paths: []string{h("projects/notes.txt"), key}, flips: true},
+		{name: "read_multiple_files with ~ and ..", tool: "read_multiple_files", args: map[string]any{"paths": []string{"~/projects/notes.txt", "~/projects/../.ssh/id_rsa"}}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_media_file of the key", tool: "read_media_file", args: map[string]any{"path": key}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file through a directory symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/link/id_rsa")}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file of a file symlink in the projects", tool: "read_text_file", args: map[string]any{"path": h("projects/key")}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_multiple_files of a file symlink", tool: "read_multiple_files", args: map[string]any{"paths": []string{h("projects/key")}}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file through the symlink and ..", tool: "read_text_file", args: map[string]any{"path": h("projects/link") + "/../.ssh/id_rsa"}, want: record.Deny},
+		{name: "get_file_info of the key", tool: "get_file_info", args: map[string]any{"path": key}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "list_directory of ~/.ssh", tool: "list_directory", args: map[string]any{"path": h(".ssh")}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
+		{name: "search_files in ~/.ssh", tool: "search_files", args: map[string]any{"path": h(".ssh"), "pattern": "id_*"}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
+		{name: "directory_tree through the directory symlink", tool: "directory_tree", args: map[string]any{"path": h("projects/link")}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh")}, flips: true},
+		{name: "write_file into ~/.ssh", tool: "write_file", args: map[string]any{"path": h(".ssh/authorized_keys"), "content": "ssh-ed25519 AAAA e2e-attacker\n"}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh/authorized_keys")}},
+		{name: "write_file through the directory symlink", tool: "write_file", args: map[string]any{"path": h("projects/link/authorized_keys"), "content": "ssh-ed25519 AAAA e2e-attacker\n"}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh/authorized_keys")}},
+		{name: "move_file from the projects into ~/.ssh", tool: "move_file", args: map[string]any{"source": h("projects/notes.txt"), "destination": h(".ssh/notes.txt")}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh/notes.txt")}},
+		{name: "read_text_file outside the projects", tool: "read_text_file", args: map[string]any{"path": h("other.txt")}, want: record.Deny, paths: []string{h("other.txt")}, flips: true},
 	}
 }
 
@@ -140,15 +141,15 @@ func checkFSResult(t *testing.T, c fsCall, r fsResult) {
 	switch {
 	case r.err != "":
 		t.Errorf("%s: the call failed: %s", c.name, r.err)
-	case c.want == chain.Allow && r.isError:
+	case c.want == record.Allow && r.isError:
 		t.Errorf("%s: refused, want allowed: %s", c.name, r.text)
-	case c.want == chain.Allow && !strings.Contains(r.text, c.contains):
+	case c.want == record.Allow && !strings.Contains(r.text, c.contains):
 		t.Errorf("%s: the result does not hold %q: %s", c.name, c.contains, r.text)
-	case c.want == chain.Deny && !r.isError:
+	case c.want == record.Deny && !r.isError:
 		t.Errorf("%s: allowed, want refused: %s", c.name, r.text)
-	case c.want == chain.Deny && !strings.HasPrefix(r.text, "aegis denied this call: "):
+	case c.want == record.Deny && !strings.HasPrefix(r.text, "aegis denied this call: "):
 		t.Errorf("%s: refused, but not by aegis: %s", c.name, r.text)
-	case c.want == chain.Deny && c.rule != "" && !strings.Contains(r.text, `"`+c.rule+`"`):
+	case c.want == record.Deny && c.rule != "" && !strings.Contains(r.text, `"`+c.rule+`"`):
 		t.Errorf("%s: the refusal does not name the rule %q: %s", c.name, c.rule, r.text)
 	}
 }

@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 	_ "modernc.org/sqlite"
 )
 
-func entry(i int) *chain.Entry {
-	d := func(s string) chain.Digest { return sha256.Sum256([]byte(s)) }
-	return &chain.Entry{
+func entry(i int) *record.Entry {
+	d := func(s string) record.Digest { return sha256.Sum256([]byte(s)) }
+	return &record.Entry{
 		Session:        "0f8e6f4c-6a4b-4d61-9d9f-3b1f0c7c2e11",
 		Principal:      "alice@example.com",
 		Roles:          []string{"dev", "oncall"},
@@ -31,9 +32,9 @@ func entry(i int) *chain.Entry {
 		Bound:          true,
 		Tier:           "data-read",
 		ToolSchemaHash: d("schema"),
-		Caps:           []chain.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/aegis/internal/chain/file-%d.go", i)}},
-		Decision:       chain.Allow,
-		Mode:           chain.Enforce,
+		Caps:           []record.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/aegis/internal/chain/file-%d.go", i)}},
+		Decision:       record.Allow,
+		Mode:           record.Enforce,
 		Rules:          []string{"allow-project-reads", "deny-ssh"},
 		Reason:         "allowed by allow-project-reads",
 		PolicyHash:     d("policy"),
@@ -44,7 +45,7 @@ func entry(i int) *chain.Entry {
 
 // appender is the one method both stores offer.
 type appender interface {
-	Append(ctx context.Context, e *chain.Entry) (uint64, [32]byte, error)
+	Append(ctx context.Context, e *record.Entry) (uint64, [32]byte, error)
 }
 
 // run has appenders goroutines append b.N entries in all and reports the
@@ -179,7 +180,7 @@ type sqliteStore struct {
 	entries, batches  uint64
 	syncTime          time.Duration
 	next              uint64
-	prev              chain.Digest
+	prev              record.Digest
 	insEntry, insCkpt *sql.Stmt
 }
 
@@ -229,7 +230,7 @@ func openSQLite(path string) (*sqliteStore, error) {
 	return s, nil
 }
 
-func (s *sqliteStore) Append(ctx context.Context, e *chain.Entry) (uint64, [32]byte, error) {
+func (s *sqliteStore) Append(ctx context.Context, e *record.Entry) (uint64, [32]byte, error) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -283,7 +284,7 @@ func (s *sqliteStore) commit(batch []*sqlReq) {
 		h.Reset()
 		h.Write(prev[:])
 		h.Write(r.line)
-		var d chain.Digest
+		var d record.Digest
 		h.Sum(d[:0])
 		if _, err := ins.Exec(int64(seq), d[:], r.line); err != nil {
 			tx.Rollback()

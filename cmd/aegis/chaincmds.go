@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 func loadKey(path string) (ed25519.PublicKey, error) {
@@ -165,7 +166,7 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.seq(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
-		if e.Mode == chain.Shadow {
+		if e.Mode == record.Shadow {
 			fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
 		}
 		fmt.Fprintln(stdout)
@@ -178,46 +179,20 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 }
 
 // lastEntries returns the last n entries of a lane (all of them when n is
-// 0), reading only the segments that hold them: `aegis log` on a chain of
-// millions of entries reads one segment, not the chain.
+// 0), as chain.LastEntries reads them.
 func lastEntries(ln lane, n int) ([]laneEntry, error) {
-	collect := func(from uint64) ([]laneEntry, error) {
-		var ring []laneEntry
-		err := chain.ScanFrom(ln.dir, from, func(e *chain.Entry) error {
-			c := *e
-			ring = append(ring, laneEntry{ln, &c})
-			if n > 0 && len(ring) > n {
-				ring = ring[1:]
-			}
-			return nil
-		})
-		return ring, err
+	ents, err := chain.LastEntries(ln.dir, n)
+	out := make([]laneEntry, len(ents))
+	for i, e := range ents {
+		out[i] = laneEntry{ln, e}
 	}
-	starts, err := chain.SegmentStarts(ln.dir)
-	if err != nil || n <= 0 || len(starts) < 2 {
-		return collect(0)
-	}
-	last := starts[len(starts)-1]
-	ring, err := collect(last)
-	if err != nil || len(ring) >= n {
-		return ring, err
-	}
-	// The last segment holds fewer: start at the latest segment whose
-	// entries, with those of the segments up to the last, make up the rest.
-	from := starts[0]
-	for i := len(starts) - 2; i >= 0; i-- {
-		if last-starts[i] >= uint64(n-len(ring)) {
-			from = starts[i]
-			break
-		}
-	}
-	return collect(from)
+	return out, err
 }
 
 // A laneEntry is an entry and the lane it is in.
 type laneEntry struct {
 	lane lane
-	e    *chain.Entry
+	e    *record.Entry
 }
 
 // cmdKey prints the chain's public key, to keep a copy apart from the chain.

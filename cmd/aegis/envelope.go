@@ -9,6 +9,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/envelope"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // errFound stops a chain scan at the entry sought.
@@ -39,8 +40,8 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	if ln.dir == "" {
 		return fmt.Errorf("no entry %s: server %q's chain has no lane %d", fs.Arg(0), name, n)
 	}
-	var ent *chain.Entry
-	err = chain.ScanFrom(ln.dir, seq, func(e *chain.Entry) error {
+	var ent *record.Entry
+	err = chain.ScanFrom(ln.dir, seq, func(e *record.Entry) error {
 		if e.Seq == seq {
 			c := *e
 			ent = &c

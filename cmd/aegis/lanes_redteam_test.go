@@ -12,20 +12,21 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // laneEntryN is a recordable entry, told apart by i.
-func laneEntryN(i int, at time.Time) *chain.Entry {
-	return &chain.Entry{
+func laneEntryN(i int, at time.Time) *record.Entry {
+	return &record.Entry{
 		Time:      at,
 		Session:   "s",
 		Principal: "user",
 		Origin:    "interactive",
 		Server:    "fs",
 		Tool:      "read_file",
-		Caps:      []chain.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/u/file-%d", i)}},
-		Decision:  chain.Allow,
-		Mode:      chain.Enforce,
+		Caps:      []record.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/u/file-%d", i)}},
+		Decision:  record.Allow,
+		Mode:      record.Enforce,
 		Rules:     []string{"r1"},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 func TestParseLaneName(t *testing.T) {
@@ -213,7 +214,7 @@ func TestTidyLanes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := l.Append(context.Background(), &chain.Entry{Time: time.Unix(1, 0), Session: "s", Principal: "p", Server: "fs", Tool: "t", Decision: "allow", Mode: "enforce", Caps: []chain.Cap{}, Rules: []string{"r"}, Reason: "ok", Origin: "interactive"}); err != nil {
+		if _, _, err := l.Append(context.Background(), &record.Entry{Time: time.Unix(1, 0), Session: "s", Principal: "p", Server: "fs", Tool: "t", Decision: "allow", Mode: "enforce", Caps: []record.Cap{}, Rules: []string{"r"}, Reason: "ok", Origin: "interactive"}); err != nil {
 			t.Fatal(err)
 		}
 		logs = append(logs, l)

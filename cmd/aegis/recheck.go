@@ -8,10 +8,10 @@ import (
 	"runtime/debug"
 	"sort"
 
-	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // cmdRecheck replays a chain against another policy, from the chain alone,
@@ -60,7 +60,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	// collections cost less CPU than the default.
 	debug.SetGCPercent(400)
 	for _, ln := range lanes {
-		err = eng.RecheckChain(ln.dir, func(e *chain.Entry, v gateway.Verdict, ok bool) error {
+		err = eng.RecheckChain(ln.dir, func(e *record.Entry, v gateway.Verdict, ok bool) error {
 			total++
 			if !ok {
 				kept++

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"hash"
 	"strconv"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // An ack line marks the end of a batch that was made durable, and
@@ -30,7 +32,7 @@ import (
 // mark and counts the entries before it as unsigned.
 type ack struct {
 	seq  uint64
-	hash Digest
+	hash record.Digest
 	mac  [sha256.Size]byte
 }
 
@@ -62,7 +64,7 @@ func newAcker(priv ed25519.PrivateKey) *acker {
 }
 
 // sum returns the MAC of (seq, h).
-func (a *acker) sum(seq uint64, h Digest) (out [sha256.Size]byte) {
+func (a *acker) sum(seq uint64, h record.Digest) (out [sha256.Size]byte) {
 	m := a.msg[:]
 	copy(m, AckDomain)
 	binary.BigEndian.PutUint64(m[len(AckDomain):], seq)
@@ -73,7 +75,7 @@ func (a *acker) sum(seq uint64, h Digest) (out [sha256.Size]byte) {
 }
 
 // make returns the ack of (seq, h).
-func (a *acker) make(seq uint64, h Digest) ack {
+func (a *acker) make(seq uint64, h record.Digest) ack {
 	return ack{seq: seq, hash: h, mac: a.sum(seq, h)}
 }
 
@@ -88,39 +90,30 @@ func appendAck(dst []byte, k *ack) []byte {
 	dst = append(dst, `{"ack":`...)
 	dst = strconv.AppendUint(dst, k.seq, 10)
 	dst = append(dst, `,"hash":"`...)
-	dst = appendHex32(dst, &k.hash)
+	dst = record.AppendHex(dst, &k.hash)
 	dst = append(dst, `","mac":"`...)
-	d := Digest(k.mac)
-	dst = appendHex32(dst, &d)
+	d := record.Digest(k.mac)
+	dst = record.AppendHex(dst, &d)
 	return append(dst, "\"}\n"...)
 }
-
-// The keys of an ack line that an entry line does not have.
-var (
-	kAck = newKey(`{"ack":`)
-	kMAC = newKey(`","mac":"`)
-)
 
 var ackPrefix = []byte(`{"ack":`)
 
 // decodeAck reads a stored ack line (without its newline).
 func decodeAck(line []byte) (k ack, err error) {
-	d := decoder{b: line}
-	d.lit(kAck)
-	k.seq = d.uint(MaxSeq)
-	if d.err == nil && k.seq == 0 {
-		d.fail("ack 0: sequence numbers start at 1")
+	f := record.NewFields(line)
+	f.Literal(`{"ack":`)
+	k.seq = f.Uint(record.MaxSeq)
+	if f.Err() == nil && k.seq == 0 {
+		f.Fail("ack 0: sequence numbers start at 1")
 	}
-	d.lit(kHash)
-	k.hash = d.hex32()
-	d.lit(kMAC)
-	k.mac = [sha256.Size]byte(d.hex32())
-	d.lit(kEnd)
-	if d.err == nil && d.i != len(line) {
-		d.fail("trailing bytes after the ack")
+	f.Literal(`,"hash":"`)
+	k.hash = f.Digest()
+	f.Literal(`","mac":"`)
+	k.mac = [sha256.Size]byte(f.Digest())
+	f.Literal(`"}`)
+	if f.Err() == nil && !f.AtEnd() {
+		f.Fail("trailing bytes after the ack")
 	}
-	if d.err != nil {
-		return k, d.err
-	}
-	return k, nil
+	return k, f.Err()
 }

@@ -11,12 +11,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // benchEntry is a typical entry: one fs capability, a few rules, every
 // digest set. Its stored line is about 900 bytes.
-func benchEntry(i int) *Entry {
-	return &Entry{
+func benchEntry(i int) *record.Entry {
+	return &record.Entry{
 		Time:           time.Date(2026, 11, 29, 12, 0, 0, i, time.UTC),
 		Session:        "0f8e6f4c-6a4b-4d61-9d9f-3b1f0c7c2e11",
 		Principal:      "alice@example.com",
@@ -27,9 +29,9 @@ func benchEntry(i int) *Entry {
 		Bound:          true,
 		Tier:           "data-read",
 		ToolSchemaHash: digestOf("schema"),
-		Caps:           []Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/aegis/internal/chain/file-%d.go", i)}},
-		Decision:       Allow,
-		Mode:           Enforce,
+		Caps:           []record.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/aegis/internal/chain/file-%d.go", i)}},
+		Decision:       record.Allow,
+		Mode:           record.Enforce,
 		Rules:          []string{"allow-project-reads", "deny-ssh"},
 		Reason:         "allowed by allow-project-reads",
 		PolicyHash:     digestOf("policy"),
@@ -46,17 +48,15 @@ func writeBenchChain(b *testing.B, n, batch int) (string, *picture) {
 	dir := b.TempDir()
 	var out []byte
 	prev, seq := p.prev, p.next
-	h := newHasher()
 	reqs := make([]*request, 0, batch)
 	flush := func() {
 		var res []result
-		out, res, prev, seq = appendBatch(out, res, h, p.priv, prev, seq, reqs)
+		out, res, prev, seq = appendBatch(out, res, p.priv, prev, seq, reqs)
 		reqs = reqs[:0]
 	}
 	for i := range n - 1 {
 		e := benchEntry(i)
-		r := &request{}
-		r.buf = appendCanonical(nil, e, &r.t)
+		r := newRequest(b, e)
 		reqs = append(reqs, r)
 		if len(reqs) == batch {
 			flush()
@@ -135,7 +135,7 @@ func BenchmarkScan(b *testing.B) {
 	start, cpu := time.Now(), cpuTime()
 	for b.Loop() {
 		var count int
-		if err := Scan(dir, func(e *Entry) error { count++; return nil }); err != nil || count != n {
+		if err := Scan(dir, func(e *record.Entry) error { count++; return nil }); err != nil || count != n {
 			b.Fatal(count, err)
 		}
 	}
@@ -143,52 +143,6 @@ func BenchmarkScan(b *testing.B) {
 	b.ReportMetric(per*1e9, "ns/entry")
 	b.ReportMetric(per*1e6, "s/1M-entries")
 	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/n, "cpu-ns/entry")
-}
-
-func BenchmarkDecodeEntry(b *testing.B) {
-	e := benchEntry(1)
-	e.Seq = 1
-	e.Hash, _ = e.ComputeHash()
-	line, _ := e.MarshalJSON()
-	b.SetBytes(int64(len(line)))
-	b.Run("build", func(b *testing.B) {
-		b.ReportAllocs()
-		var x Entry
-		for b.Loop() {
-			if _, err := decodeEntry(line, &x); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("scan", func(b *testing.B) {
-		b.ReportAllocs()
-		var x Entry
-		ar := new(arena)
-		for b.Loop() {
-			if _, err := decodeEntryIn(line, &x, ar); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("validate", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := decodeEntry(line, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func BenchmarkEncodeEntry(b *testing.B) {
-	e := benchEntry(1)
-	var buf []byte
-	var t template
-	b.ReportAllocs()
-	for b.Loop() {
-		buf = appendCanonical(buf[:0], e, &t)
-	}
-	b.SetBytes(int64(len(buf)))
 }
 
 // BenchmarkAppend measures durable appends (written and fdatasynced) from

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"strconv"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // CheckpointDomain is the domain-separation prefix of a checkpoint
@@ -24,13 +26,13 @@ const CheckpointDomain = "aegis.chain.checkpoint.v1\x00"
 //	{"checkpoint":<seq>,"hash":"<64 hex>","key":"<16 hex>","sig":"<128 hex>"}
 type checkpoint struct {
 	seq  uint64
-	hash Digest
+	hash record.Digest
 	key  [8]byte
 	sig  [ed25519.SignatureSize]byte
 }
 
 // checkpointMessage returns the bytes a checkpoint signature covers.
-func checkpointMessage(seq uint64, h Digest) []byte {
+func checkpointMessage(seq uint64, h record.Digest) []byte {
 	m := make([]byte, 0, len(CheckpointDomain)+8+32)
 	m = append(m, CheckpointDomain...)
 	m = binary.BigEndian.AppendUint64(m, seq)
@@ -52,7 +54,7 @@ func KeyID(pub ed25519.PublicKey) string {
 }
 
 // signCheckpoint signs (seq, h) with priv.
-func signCheckpoint(priv ed25519.PrivateKey, seq uint64, h Digest) checkpoint {
+func signCheckpoint(priv ed25519.PrivateKey, seq uint64, h record.Digest) checkpoint {
 	return signCheckpointAs(priv, keyID(priv.Public().(ed25519.PublicKey)), seq, h)
 }
 
@@ -71,7 +73,7 @@ func signCheckpoint(priv ed25519.PrivateKey, seq uint64, h Digest) checkpoint {
 // publishable. RFC 8032's nonce gives the same signature for the same
 // message and a different nonce for a different one, whatever happens to
 // the process.
-func signCheckpointAs(priv ed25519.PrivateKey, id [8]byte, seq uint64, h Digest) checkpoint {
+func signCheckpointAs(priv ed25519.PrivateKey, id [8]byte, seq uint64, h record.Digest) checkpoint {
 	c := checkpoint{seq: seq, hash: h, key: id}
 	copy(c.sig[:], ed25519.Sign(priv, checkpointMessage(seq, h)))
 	return c
@@ -87,7 +89,7 @@ func appendCheckpoint(dst []byte, c *checkpoint) []byte {
 	dst = append(dst, `{"checkpoint":`...)
 	dst = strconv.AppendUint(dst, c.seq, 10)
 	dst = append(dst, `,"hash":"`...)
-	dst = appendHex32(dst, &c.hash)
+	dst = record.AppendHex(dst, &c.hash)
 	dst = append(dst, `","key":"`...)
 	dst = hex.AppendEncode(dst, c.key[:])
 	dst = append(dst, `","sig":"`...)
@@ -95,58 +97,23 @@ func appendCheckpoint(dst []byte, c *checkpoint) []byte {
 	return append(dst, "\"}\n"...)
 }
 
-// The keys of a checkpoint line that an entry line does not have.
-var (
-	kCheckpoint = newKey(`{"checkpoint":`)
-	kKey        = newKey(`","key":"`)
-	kSig        = newKey(`","sig":"`)
-)
-
 // decodeCheckpoint reads a stored checkpoint line (without its newline).
 func decodeCheckpoint(line []byte) (c checkpoint, err error) {
-	d := decoder{b: line}
-	d.lit(kCheckpoint)
-	c.seq = d.uint(MaxSeq)
-	if d.err == nil && c.seq == 0 {
-		d.fail("checkpoint 0: sequence numbers start at 1")
+	f := record.NewFields(line)
+	f.Literal(`{"checkpoint":`)
+	c.seq = f.Uint(record.MaxSeq)
+	if f.Err() == nil && c.seq == 0 {
+		f.Fail("checkpoint 0: sequence numbers start at 1")
 	}
-	d.lit(kHash)
-	c.hash = d.hex32()
-	d.lit(kKey)
-	d.hexInto(c.key[:])
-	d.lit(kSig)
-	d.hexInto(c.sig[:])
-	d.lit(kEnd)
-	if d.err == nil && d.i != len(line) {
-		d.fail("trailing bytes after the checkpoint")
+	f.Literal(`,"hash":"`)
+	c.hash = f.Digest()
+	f.Literal(`","key":"`)
+	f.Hex(c.key[:])
+	f.Literal(`","sig":"`)
+	f.Hex(c.sig[:])
+	f.Literal(`"}`)
+	if f.Err() == nil && !f.AtEnd() {
+		f.Fail("trailing bytes after the checkpoint")
 	}
-	if d.err != nil {
-		return c, d.err
-	}
-	return c, nil
-}
-
-// hexInto reads 2*len(dst) lower-case hex digits into dst, whose length
-// is a multiple of 4.
-func (d *decoder) hexInto(dst []byte) {
-	if d.err != nil {
-		return
-	}
-	n := 2 * len(dst)
-	if len(d.b)-d.i < n {
-		d.fail("want " + strconv.Itoa(n) + " hex digits")
-		return
-	}
-	var bad uint64
-	src := d.b[d.i : d.i+n]
-	for i := 0; i+8 <= n; i += 8 {
-		v, w := hexWord(binary.LittleEndian.Uint64(src[i:]))
-		bad |= w
-		binary.LittleEndian.PutUint32(dst[i/2:], uint32(v))
-	}
-	if bad != 0 {
-		d.fail("want " + strconv.Itoa(n) + " lower-case hex digits")
-		return
-	}
-	d.i += n
+	return c, f.Err()
 }

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // Group commit. Appenders encode their entries, and hash them up to prev,
@@ -406,37 +407,14 @@ func (l *Log) fail(err error) error {
 	return *l.failed.Load()
 }
 
-// appendEntry appends the stored line of r to out, with prev and seq
-// spliced in, and returns its hash. r.pre, when set, has already absorbed
-// the domain and the line up to prev (the appender's share of the
-// hashing); otherwise h hashes the whole line.
-func appendEntry(out []byte, h *hasher, r *request, prev Digest, seq uint64) ([]byte, Digest) {
-	start := len(out)
-	b, t := r.buf, r.t
-	out = append(out, b[:t.prevAt]...)
-	out = appendHex32(out, &prev)
-	out = append(out, b[t.prevAt:t.seqAt]...)
-	out = strconv.AppendUint(out, seq, 10)
-	out = append(out, b[t.seqAt:len(b)-1]...)
-	var d Digest
-	if r.pre != nil {
-		r.pre.Write(out[start+t.prevAt:])
-		r.pre.Write(closeBrace)
-		copy(d[:], r.pre.Sum(r.sum[:0]))
-	} else {
-		d = h.lineBody(out[start:])
-	}
-	return appendLineSuffix(out, d), d
-}
-
 // appendBatch appends the lines of a batch to out: its entries, numbered
 // from seq and linked from prev, then the checkpoint signing the last one.
 // It returns the results and the prev and seq that follow the batch. A Log
 // makes the same lines in steps (add, then commit); tests use this.
-func appendBatch(out []byte, res []result, h *hasher, priv ed25519.PrivateKey, prev Digest, seq uint64, batch []*request) ([]byte, []result, Digest, uint64) {
+func appendBatch(out []byte, res []result, priv ed25519.PrivateKey, prev record.Digest, seq uint64, batch []*request) ([]byte, []result, record.Digest, uint64) {
 	for _, r := range batch {
-		var d Digest
-		out, d = appendEntry(out, h, r, prev, seq)
+		var d record.Digest
+		out, d = r.t.AppendLine(out, prev, seq)
 		res = append(res, result{seq: seq, prev: prev, hash: d})
 		prev = d
 		seq++

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // TestTruncateEveryOffset plays a crash during the last batch at every
@@ -324,7 +326,7 @@ func TestKillDuringLoad(t *testing.T) {
 		t.Fatalf("after recovery, Verify = %+v, %v; want %d entries, all signed", after, err, kept+1)
 	}
 	seen := map[uint64]bool{}
-	if err := Scan(dir, func(e *Entry) error { seen[e.Seq] = true; return nil }); err != nil {
+	if err := Scan(dir, func(e *record.Entry) error { seen[e.Seq] = true; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for s := range acked {

@@ -1,8 +1,10 @@
-// Package chain owns the decision record: a tamper-evident, append-only
-// chain with one [Entry] per decision, hash-linked and signed, stored in a
-// directory of JSON Lines segment files. It owns the entry format, its
-// canonical encoding and hashing, group commit and crash recovery, offline
-// verification and the reader that recheck replays.
+// Package chain owns the decision log: a tamper-evident, append-only chain
+// with one [record.Entry] per decision, hash-linked and signed, stored in a
+// directory of JSON Lines segment files. It owns the segments, the links
+// and seq numbers it assigns, checkpoint and ack lines, keys, group commit
+// and crash recovery, offline verification, and the readers that recheck
+// and aegis log use. Package record owns the entry itself: its fields,
+// canonical encoding and hash.
 //
 // It stores decisions as data: it imports nothing of the engine that makes
 // them. The raw arguments of a call are not in the chain (they go to the
@@ -22,11 +24,11 @@
 //
 //	l, err := chain.Open(dir, nil)
 //	...
-//	seq, hash, err := l.Append(ctx, &chain.Entry{
+//	seq, hash, err := l.Append(ctx, &record.Entry{
 //		Session: sid, Principal: "alice", Origin: "interactive",
 //		Server: "fs", Tool: "read_file",
-//		Caps:     []chain.Cap{{Kind: "fs.read", Path: "/home/alice/notes.md"}},
-//		Decision: chain.Allow, Mode: chain.Enforce, Rules: []string{"notes"},
+//		Caps:     []record.Cap{{Kind: "fs.read", Path: "/home/alice/notes.md"}},
+//		Decision: record.Allow, Mode: record.Enforce, Rules: []string{"notes"},
 //		PolicyHash: ph, ArgsHash: ah,
 //	})
 //	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // A batch makes its done channel only for an appender that waits on it
@@ -42,7 +44,7 @@ func (f *gateFile) Sync() error {
 
 // lazyEntry is the entry of appender g's i-th call, its cap path naming
 // both, so that the entry at a seq tells whose it is.
-func lazyEntry(g, i int) *Entry {
+func lazyEntry(g, i int) *record.Entry {
 	e := entryN(g*1000 + i)
 	e.Caps[0].Path = fmt.Sprintf("/home/u/g%d/i%d", g, i)
 	return e
@@ -58,8 +60,8 @@ type lazyAck struct {
 // entry, with the hash it was told, and no seq was told to two appenders.
 func checkLazy(t *testing.T, dir string, acks []lazyAck) {
 	t.Helper()
-	have := map[uint64]*Entry{}
-	if err := Scan(dir, func(e *Entry) error { c := *e; have[e.Seq] = &c; return nil }); err != nil {
+	have := map[uint64]*record.Entry{}
+	if err := Scan(dir, func(e *record.Entry) error { c := *e; have[e.Seq] = &c; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	told := map[uint64]bool{}
@@ -248,7 +250,7 @@ func TestLazyDoneOrders(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := Scan(dir, func(e *Entry) error { n++; return nil }); err != nil {
+	if err := Scan(dir, func(e *record.Entry) error { n++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if n < 1+1+1+told+1 || n > 1+1+1+50+1 {

@@ -3,16 +3,16 @@ package chain
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // ErrClosed is returned by Append on a Log that has been closed.
@@ -85,11 +85,9 @@ type Log struct {
 	done       chan struct{}
 	failed     atomic.Pointer[error]
 
-	// The seq and prev of the next entry, and the hasher for entries
-	// without a pre-hash, guarded by mu.
+	// The seq and prev of the next entry, guarded by mu.
 	next uint64
-	prev Digest
-	h    *hasher
+	prev record.Digest
 
 	// Owned by the committer (owner): an appender or the writer goroutine.
 	f        segmentFile
@@ -100,7 +98,7 @@ type Log struct {
 	// unsignedSince are durable and acknowledged but not yet signed. dirty:
 	// a checkpoint was written after the last fsync.
 	tipSeq        uint64
-	tipHash       Digest
+	tipHash       record.Digest
 	unsigned      bool
 	unsignedSince time.Time
 	dirty         bool
@@ -115,20 +113,15 @@ type Log struct {
 // A request is an entry on its way into a batch: encoded, and hashed up to
 // prev, by its appender.
 type request struct {
-	buf []byte // the canonical encoding, less prev and seq
-	t   template
-	pre hash.Hash // SHA-256 of the domain and buf up to prev; nil to hash the whole line
-	sum []byte    // for pre.Sum
+	t record.Template
 }
 
 type result struct {
 	seq        uint64
-	prev, hash Digest
+	prev, hash record.Digest
 }
 
-var requests = sync.Pool{New: func() any {
-	return &request{pre: sha256.New(), sum: make([]byte, 0, sha256.Size)}
-}}
+var requests = sync.Pool{New: func() any { return new(request) }}
 
 // Open opens the chain in dir for appending, creating the directory, the
 // signing key (chain.key, mode 0600) and its public half (chain.pub) if
@@ -154,7 +147,6 @@ func Open(dir string, opts *Options) (*Log, error) {
 		batch:   opts.MaxBatch,
 		logger:  opts.Logger,
 		wrap:    opts.wrap,
-		h:       newHasher(),
 		keyDir:  opts.KeyDir,
 	}
 	if l.keyDir == "" {
@@ -278,7 +270,7 @@ func (l *Log) Dir() string { return l.dir }
 // Concurrent Appends share one write and one fsync (group commit). Append
 // fills in e's V, Seq, Prev and Hash, and its Time when zero (the time of
 // the call). It fails without recording anything if e is not recordable
-// (see Entry), and after a write or fsync failure every Append fails until
+// (see record.Entry), and after a write or fsync failure every Append fails until
 // the Log is reopened: the chain fails closed.
 //
 // If ctx ends first, Append returns ctx.Err() and the entry may or may not
@@ -287,15 +279,18 @@ func (l *Log) Dir() string { return l.dir }
 // then returns when that write and fsync return, even if ctx ends during
 // them: a disk that does not answer holds that one call, as it holds the
 // log.
-func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, err error) {
+func (l *Log) Append(ctx context.Context, e *record.Entry) (seq uint64, hash [32]byte, err error) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
 	r := requests.Get().(*request)
-	r.buf, err = encodeEntry(r.buf[:0], e, &r.t)
-	if err == nil && len(r.buf)+64+20+hashSuffixLen > maxLine {
+	// Encode, and hash what comes before prev, here on the appender's
+	// goroutine; the sequencer, which all entries go through, hashes only
+	// the rest (join).
+	err = r.t.Encode(e)
+	if err == nil && r.t.MaxLineLen() > maxLine {
 		// With prev, seq and hash spliced in, a line no reader takes.
-		err = fmt.Errorf("entry of %d bytes is longer than a chain line may be (%d)", len(r.buf), maxLine)
+		err = fmt.Errorf("entry of %d bytes is longer than a chain line may be (%d)", r.t.Len(), maxLine)
 	}
 	if err != nil {
 		requests.Put(r)
@@ -305,12 +300,6 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 		requests.Put(r)
 		return 0, hash, *p
 	}
-	// Hash what comes before prev here, on the appender's goroutine; the
-	// sequencer, which all entries go through, hashes only the rest.
-	r.pre.Reset()
-	r.pre.Write(entryDomain)
-	r.pre.Write(r.buf[:r.t.prevAt])
-
 	b, i, lead, err := l.join(ctx, r)
 	requests.Put(r) // join copied r into the batch, or failed
 	if err != nil {
@@ -345,7 +334,7 @@ func (l *Log) Append(ctx context.Context, e *Entry) (seq uint64, hash [32]byte, 
 	if err != nil {
 		return 0, hash, err
 	}
-	e.V, e.Seq, e.Prev, e.Hash = Version, res.seq, res.prev, res.hash
+	e.V, e.Seq, e.Prev, e.Hash = record.Version, res.seq, res.prev, res.hash
 	return res.seq, res.hash, nil
 }
 
@@ -383,15 +372,15 @@ func (l *Log) join(ctx context.Context, r *request) (b *batch, i int, lead bool,
 		l.mu.Unlock()
 		return nil, 0, false, *p
 	}
-	if l.next > MaxSeq {
-		err := l.fail(fmt.Errorf("seq would pass %d", uint64(MaxSeq)))
+	if l.next > record.MaxSeq {
+		err := l.fail(fmt.Errorf("seq would pass %d", uint64(record.MaxSeq)))
 		l.mu.Unlock()
 		return nil, 0, false, err
 	}
 	b = l.pending
 	i = len(b.res)
-	var d Digest
-	b.buf, d = appendEntry(b.buf, l.h, r, l.prev, l.next)
+	var d record.Digest
+	b.buf, d = r.t.AppendLine(b.buf, l.prev, l.next)
 	b.res = append(b.res, result{seq: l.next, prev: l.prev, hash: d})
 	l.prev = d
 	l.next++

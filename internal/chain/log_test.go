@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -36,16 +37,16 @@ func openT(t testing.TB, dir string, opts *Options) *Log {
 	return l
 }
 
-func entryN(i int) *Entry {
-	return &Entry{
+func entryN(i int) *record.Entry {
+	return &record.Entry{
 		Session:   fmt.Sprintf("s%d", i%7),
 		Principal: fmt.Sprintf("user%d", i%13),
 		Origin:    "interactive",
 		Server:    "fs",
 		Tool:      "read_file",
-		Caps:      []Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/u/file-%d", i)}},
-		Decision:  Allow,
-		Mode:      Enforce,
+		Caps:      []record.Cap{{Kind: "fs.read", Path: fmt.Sprintf("/home/u/file-%d", i)}},
+		Decision:  record.Allow,
+		Mode:      record.Enforce,
 		Rules:     []string{"r1"},
 		ArgsHash:  digestOf(fmt.Sprint(i)),
 	}
@@ -60,7 +61,7 @@ func TestConcurrentAppend(t *testing.T) {
 	const workers, each = 16, 50
 	type ack struct {
 		seq  uint64
-		hash Digest
+		hash record.Digest
 		path string
 	}
 	acks := make(chan ack, workers*each)
@@ -74,7 +75,7 @@ func TestConcurrentAppend(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if e.Seq != seq || e.Hash != h || e.V != Version {
+				if e.Seq != seq || e.Hash != h || e.V != record.Version {
 					t.Errorf("Append returned %d %x but set e to %d %x", seq, h, e.Seq, e.Hash)
 				}
 				acks <- ack{seq, h, e.Caps[0].Path}
@@ -102,7 +103,7 @@ func TestConcurrentAppend(t *testing.T) {
 		t.Errorf("report %+v, stats %+v: want %d entries all signed over several segments, at most one checkpoint per batch", rep, st, workers*each)
 	}
 	var n uint64
-	err = Scan(dir, func(e *Entry) error {
+	err = Scan(dir, func(e *record.Entry) error {
 		n++
 		a := want[e.Seq]
 		if e.Hash != a.hash || e.Caps[0].Path != a.path {
@@ -228,7 +229,7 @@ func TestAppendRejects(t *testing.T) {
 	if _, _, err := l.Append(context.Background(), bad); err == nil {
 		t.Error("Append accepted decision permit")
 	}
-	if _, _, err := l.Append(context.Background(), &Entry{Decision: Deny, Mode: Enforce, Principal: "\xff"}); err == nil {
+	if _, _, err := l.Append(context.Background(), &record.Entry{Decision: record.Deny, Mode: record.Enforce, Principal: "\xff"}); err == nil {
 		t.Error("Append accepted a principal that is not UTF-8")
 	}
 	// Nothing was recorded by the failures.
@@ -401,7 +402,7 @@ func TestOpenRefusesBrokenTail(t *testing.T) {
 		{name: "torn last entry", alter: func(p *picture) { p.remove("C", true); l := p.line("C", false); *l = (*l)[:20] }, next: 4},
 		{name: "unsigned last entry", alter: func(p *picture) { p.remove("C", true) }, next: 4},
 		{name: "torn checkpoint", alter: func(p *picture) { l := p.line("C", true); *l = (*l)[:len(*l)-1] }, next: 4},
-		{name: "edited B", alter: func(p *picture) { p.edit("B", false, func(e *Entry) { e.Reason = "x" }) }, want: BreakHash},
+		{name: "edited B", alter: func(p *picture) { p.edit("B", false, func(e *record.Entry) { e.Reason = "x" }) }, want: BreakHash},
 		{name: "garbage line at the end", alter: func(p *picture) { *p.line("C", true) += "garbage\n" }, want: BreakMalformed},
 		{name: "last checkpoint by another key", alter: func(p *picture) { _, k := testKey(t, 5); p.resign("C", k) }, want: BreakSignature},
 		{name: "last signature flipped", alter: func(p *picture) { flipSig(p.line("C", true)) }, want: BreakSignature},
@@ -621,9 +622,9 @@ func TestAppendPastMaxSeq(t *testing.T) {
 	l := openT(t, dir, &Options{wrap: noSync})
 	defer l.Close()
 	l.mu.Lock()
-	l.next = MaxSeq // as if the chain held MaxSeq-1 entries
+	l.next = record.MaxSeq // as if the chain held MaxSeq-1 entries
 	l.mu.Unlock()
-	if seq, _, err := l.Append(context.Background(), entryN(1)); err != nil || seq != MaxSeq {
+	if seq, _, err := l.Append(context.Background(), entryN(1)); err != nil || seq != record.MaxSeq {
 		t.Fatalf("Append of entry MaxSeq = %d, %v", seq, err)
 	}
 	for i := range 2 {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // This file draws chains from pictures, in the manner of tka's chaintest:
@@ -39,14 +41,14 @@ type picture struct {
 	priv    ed25519.PrivateKey
 	segs    [][]string // lines (with newline) per segment
 	firsts  []uint64   // seq each segment is named for
-	entries map[string]*Entry
-	prev    Digest
+	entries map[string]*record.Entry
+	prev    record.Digest
 	next    uint64
 }
 
 // pictureEntry is the entry drawn for label.
-func pictureEntry(label string, seq uint64) *Entry {
-	return &Entry{
+func pictureEntry(label string, seq uint64) *record.Entry {
+	return &record.Entry{
 		Time:      time.Date(2026, 11, 29, 12, 0, 0, int(seq), time.UTC),
 		Session:   "s1",
 		Principal: "user-" + strings.ToLower(label),
@@ -56,9 +58,9 @@ func pictureEntry(label string, seq uint64) *Entry {
 		Tool:      "read_file",
 		Bound:     true,
 		Tier:      "data-read",
-		Caps:      []Cap{{Kind: "fs.read", Path: "/home/u/" + label}},
-		Decision:  Allow,
-		Mode:      Enforce,
+		Caps:      []record.Cap{{Kind: "fs.read", Path: "/home/u/" + label}},
+		Decision:  record.Allow,
+		Mode:      record.Enforce,
 		Rules:     []string{"r-" + label},
 		ArgsHash:  digestOf("args " + label),
 	}
@@ -67,7 +69,7 @@ func pictureEntry(label string, seq uint64) *Entry {
 func draw(t testing.TB, spec string) *picture {
 	t.Helper()
 	pub, priv := testKey(t, 0)
-	p := &picture{t: t, pub: pub, priv: priv, segs: [][]string{nil}, firsts: []uint64{1}, entries: map[string]*Entry{}, next: 1}
+	p := &picture{t: t, pub: pub, priv: priv, segs: [][]string{nil}, firsts: []uint64{1}, entries: map[string]*record.Entry{}, next: 1}
 	var labels []string
 	flush := func() {
 		if len(labels) > 0 {
@@ -106,17 +108,12 @@ func (p *picture) ackBatch(priv ed25519.PrivateKey, labels ...string) {
 	if len(labels) == 0 {
 		p.t.Fatal("ack without entries in the picture")
 	}
-	h := newHasher()
 	seg := &p.segs[len(p.segs)-1]
 	for _, l := range labels {
 		e := pictureEntry(l, p.next)
-		if err := e.check(); err != nil {
-			p.t.Fatal(err)
-		}
-		r := &request{}
-		r.buf = appendCanonical(nil, e, &r.t)
-		line, d := appendEntry(nil, h, r, p.prev, p.next)
-		e.V, e.Seq, e.Prev, e.Hash = Version, p.next, p.prev, d
+		r := newRequest(p.t, e)
+		line, d := r.t.AppendLine(nil, p.prev, p.next)
+		e.V, e.Seq, e.Prev, e.Hash = record.Version, p.next, p.prev, d
 		p.entries[l] = e
 		*seg = append(*seg, string(line))
 		p.prev, p.next = d, p.next+1
@@ -131,18 +128,14 @@ func (p *picture) batch(priv ed25519.PrivateKey, labels ...string) {
 	var reqs []*request
 	for i, l := range labels {
 		e := pictureEntry(l, p.next+uint64(i))
-		if err := e.check(); err != nil {
-			p.t.Fatal(err)
-		}
-		r := &request{}
-		r.buf = appendCanonical(nil, e, &r.t)
+		r := newRequest(p.t, e)
 		reqs = append(reqs, r)
 		p.entries[l] = e
 	}
-	out, res, prev, next := appendBatch(nil, nil, newHasher(), priv, p.prev, p.next, reqs)
+	out, res, prev, next := appendBatch(nil, nil, priv, p.prev, p.next, reqs)
 	for i, l := range labels {
 		e := p.entries[l]
-		e.V, e.Seq, e.Prev, e.Hash = Version, res[i].seq, res[i].prev, res[i].hash
+		e.V, e.Seq, e.Prev, e.Hash = record.Version, res[i].seq, res[i].prev, res[i].hash
 	}
 	p.prev, p.next = prev, next
 	seg := &p.segs[len(p.segs)-1]
@@ -188,7 +181,7 @@ func (p *picture) line(label string, ck bool) *string {
 
 // edit replaces the entry line of label with e encoded, its stored hash
 // recomputed if rehash, else kept.
-func (p *picture) edit(label string, rehash bool, change func(e *Entry)) {
+func (p *picture) edit(label string, rehash bool, change func(e *record.Entry)) {
 	p.t.Helper()
 	e := *p.entries[label]
 	change(&e)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // A pipeline reads segments for walk in three stages that overlap: one
@@ -44,7 +46,7 @@ type chunk struct {
 	long     int // a line longer than maxLine starts at base: the bytes read of it
 	res      []lineResult
 	cks      []checkpoint
-	ents     []Entry
+	ents     []record.Entry
 	aux      any // a sink's per-chunk state
 	err      error
 	ready    chan struct{} // parsed (capacity 1)
@@ -79,7 +81,7 @@ func startPipeline(segs []segment, cfg *walkConfig) *pipeline {
 	p.wg.Go(p.read)
 	for k := range cfg.workers {
 		p.wg.Go(func() {
-			h := newHasher()
+			h := record.NewHasher()
 			for c := range p.work {
 				if !p.stopped.Load() {
 					cfg.parse(h, &cfg.arenas[k], c, &p.stopped)
@@ -192,7 +194,7 @@ func (p *pipeline) read() {
 }
 
 // parse splits c into lines and parses them, on one worker's goroutine.
-func (cfg *walkConfig) parse(h *hasher, ar *arena, c *chunk, stopped *atomic.Bool) {
+func (cfg *walkConfig) parse(h *record.Hasher, ar *record.Arena, c *chunk, stopped *atomic.Bool) {
 	c.starts, c.ends = c.starts[:0], c.ends[:0]
 	data := c.data[:c.lines]
 	for pos := 0; pos < len(data); {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // recoverTail brings the last segment back to its last checkpoint, or to
@@ -66,7 +68,7 @@ func (l *Log) recoverTail(segs []segment) (s segment, acked bool, err error) {
 			if s.first != 1 {
 				return s, false, fmt.Errorf("chain: %s is the only segment but starts at seq %d", s.path, s.first)
 			}
-			l.next, l.prev = 1, Digest{}
+			l.next, l.prev = 1, record.Digest{}
 			return s, false, nil
 		}
 		if err := os.Remove(s.path); err != nil {

@@ -11,20 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/google/go-cmp/cmp"
 )
 
 // writeChain writes ents in batches of batch, a new segment every segEvery
 // batches, as a Log would, and returns the directory. It fills in the
 // fields a Log assigns.
-func writeChain(t testing.TB, ents []*Entry, batch, segEvery int) string {
+func writeChain(t testing.TB, ents []*record.Entry, batch, segEvery int) string {
 	t.Helper()
 	_, priv := testKey(t, 0)
 	dir := t.TempDir()
 	var out []byte
-	var prev Digest
+	var prev record.Digest
 	seq, first := uint64(1), uint64(1)
-	h := newHasher()
 	batches := 0
 	flushSeg := func() {
 		if len(out) == 0 {
@@ -38,15 +38,14 @@ func writeChain(t testing.TB, ents []*Entry, batch, segEvery int) string {
 	for i := 0; i < len(ents); i += batch {
 		var reqs []*request
 		for _, e := range ents[i:min(i+batch, len(ents))] {
-			r := &request{}
-			r.buf = appendCanonical(nil, e, &r.t)
+			r := newRequest(t, e)
 			reqs = append(reqs, r)
 		}
 		var res []result
-		out, res, prev, seq = appendBatch(out, nil, h, priv, prev, seq, reqs)
+		out, res, prev, seq = appendBatch(out, nil, priv, prev, seq, reqs)
 		for k, r := range res {
 			e := ents[i+k]
-			e.V, e.Seq, e.Prev, e.Hash = Version, r.seq, r.prev, r.hash
+			e.V, e.Seq, e.Prev, e.Hash = record.Version, r.seq, r.prev, r.hash
 		}
 		if batches++; batches%segEvery == 0 {
 			flushSeg()
@@ -59,11 +58,11 @@ func writeChain(t testing.TB, ents []*Entry, batch, segEvery int) string {
 // scanEntries are entries whose strings exercise the decoder's interning:
 // many distinct short strings (so that they collide in its table), strings
 // of every length around 8, 16 and its limit, escapes and non-ASCII text.
-func scanEntries(n int) []*Entry {
-	ents := make([]*Entry, n)
+func scanEntries(n int) []*record.Entry {
+	ents := make([]*record.Entry, n)
 	for i := range ents {
 		s := strings.Repeat("x", i%140)
-		ents[i] = &Entry{
+		ents[i] = &record.Entry{
 			Time:      time.Date(2026, 11, 29, 12, 0, 0, i, time.UTC),
 			Session:   fmt.Sprintf("s%d", i%3000),
 			Principal: []string{"alice", "bob", "carol\u00e9", "d\"q"}[i%4],
@@ -74,12 +73,12 @@ func scanEntries(n int) []*Entry {
 			Tool:      s,
 			Bound:     i%2 == 0,
 			Tier:      "data-read",
-			Caps: []Cap{
+			Caps: []record.Cap{
 				{Kind: "fs.read", Path: fmt.Sprintf("/home/u/%d/%s", i, s)},
 				{Kind: "net.connect", Scheme: "https", Host: "h" + fmt.Sprint(i%9), Port: uint16(i%65535 + 1), URL: "https://h/\t" + s},
 			}[:1+i%2],
-			Decision: []string{Allow, Deny, Ask}[i%3],
-			Mode:     Enforce,
+			Decision: []string{record.Allow, record.Deny, record.Ask}[i%3],
+			Mode:     record.Enforce,
 			Rules:    []string{"r" + s[:min(i%9, len(s))], "r2"},
 			Reason:   s + "\n",
 			ArgsHash: digestOf(fmt.Sprint(i)),
@@ -96,8 +95,8 @@ func TestScanEntries(t *testing.T) {
 
 	// Every entry, in order, equal to what was written; strings and slices
 	// are kept past fn and past Scan.
-	var got []Entry
-	if err := Scan(dir, func(e *Entry) error { got = append(got, *e); return nil }); err != nil {
+	var got []record.Entry
+	if err := Scan(dir, func(e *record.Entry) error { got = append(got, *e); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(ents) {
@@ -111,9 +110,9 @@ func TestScanEntries(t *testing.T) {
 
 	// ScanMap: the same entries, each with its own result.
 	var seqs []uint64
-	err := ScanMap(dir, func(e *Entry, r *string) {
+	err := ScanMap(dir, func(e *record.Entry, r *string) {
 		*r = fmt.Sprint(e.Seq, e.Caps[0].Path)
-	}, func(e *Entry, r *string) error {
+	}, func(e *record.Entry, r *string) error {
 		if want := fmt.Sprint(e.Seq, ents[e.Seq-1].Caps[0].Path); *r != want {
 			return fmt.Errorf("seq %d: result %q, want %q", e.Seq, *r, want)
 		}
@@ -130,7 +129,7 @@ func TestScanEntries(t *testing.T) {
 
 // sameEntry reports whether a and b are the same entry: their canonical
 // encodings, which spell every field but the hash, are.
-func sameEntry(t *testing.T, a, b *Entry) bool {
+func sameEntry(t *testing.T, a, b *record.Entry) bool {
 	return a.Hash == b.Hash && a.V == b.V && bytes.Equal(mustCanon(t, a), mustCanon(t, b))
 }
 
@@ -179,12 +178,12 @@ func TestScanMapStops(t *testing.T) {
 			var mu sync.Mutex
 			worked := 0
 			var last uint64
-			err := ScanMap(dir, func(e *Entry, seq *uint64) {
+			err := ScanMap(dir, func(e *record.Entry, seq *uint64) {
 				mu.Lock()
 				worked++
 				mu.Unlock()
 				*seq = e.Seq
-			}, func(e *Entry, seq *uint64) error {
+			}, func(e *record.Entry, seq *uint64) error {
 				if *seq != e.Seq || e.Seq != last+1 {
 					return fmt.Errorf("fn got seq %d (result %d) after %d", e.Seq, *seq, last)
 				}
@@ -211,44 +210,10 @@ func TestScanNilFunctions(t *testing.T) {
 	if err := Scan(dir, nil); err == nil {
 		t.Error("Scan accepted a nil fn")
 	}
-	if err := ScanMap[int](dir, nil, func(*Entry, *int) error { return nil }); err == nil {
+	if err := ScanMap[int](dir, nil, func(*record.Entry, *int) error { return nil }); err == nil {
 		t.Error("ScanMap accepted a nil work")
 	}
-	if err := ScanMap(dir, func(*Entry, *int) {}, nil); err == nil {
+	if err := ScanMap(dir, func(*record.Entry, *int) {}, nil); err == nil {
 		t.Error("ScanMap accepted a nil fn")
-	}
-}
-
-// TestPrevAt checks that Verify's light read finds prev by stepping, not
-// by its slower search, on the lines writers make, and that it gives up on
-// an origin with an escaped quote.
-func TestPrevAt(t *testing.T) {
-	quoted := sample()
-	quoted.Origin = `a"b`
-	for _, tt := range []struct {
-		name string
-		e    *Entry
-		ok   bool
-	}{
-		{"sample", sample(), true},
-		{"minimal", minimal(), true},
-		{"bench", func() *Entry { e := benchEntry(3); e.Seq = 9; return e }(), true},
-		{"escaped quote in origin", quoted, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			line, err := tt.e.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := bytes.Index(line, decisionAnchor)
-			got := prevAt(line, a+len(decisionAnchor))
-			want := bytes.Index(line, prevKey) + len(prevKey)
-			if tt.ok && got != want || !tt.ok && got != -1 {
-				t.Errorf("prevAt = %d, want %d (ok %v)", got, want, tt.ok)
-			}
-			if f, ok := entryFactsOf(line); !ok || string(f.prevText) != tt.e.Prev.String() {
-				t.Errorf("entryFactsOf = %+v, %v", f, ok)
-			}
-		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // TestScanFromTampered holds ScanFrom to Scan on chains altered one line
@@ -33,9 +35,9 @@ func TestScanFromTampered(t *testing.T) {
 		seqs []uint64
 		err  error
 	}
-	run := func(dir string, from uint64, scan func(string, func(*Entry) error) error) result {
+	run := func(dir string, from uint64, scan func(string, func(*record.Entry) error) error) result {
 		var r result
-		r.err = scan(dir, func(e *Entry) error {
+		r.err = scan(dir, func(e *record.Entry) error {
 			if e.Seq >= from {
 				r.seqs = append(r.seqs, e.Seq)
 			}
@@ -85,7 +87,7 @@ func TestScanFromTampered(t *testing.T) {
 						continue // before what ScanFrom reads
 					}
 					want := run(dir, seq, Scan)
-					got := run(dir, seq, func(d string, fn func(*Entry) error) error { return ScanFrom(d, seq, fn) })
+					got := run(dir, seq, func(d string, fn func(*record.Entry) error) error { return ScanFrom(d, seq, fn) })
 					name := fmt.Sprintf("segment %d line %d %s, from %d", si, li, ed.name, seq)
 					var wbe, gbe *BreakError
 					errors.As(want.err, &wbe)
@@ -122,16 +124,16 @@ func TestScanFromGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	var be *BreakError
-	if err := Scan(dir, func(*Entry) error { return nil }); !errors.As(err, &be) || be.Kind != BreakSeq {
+	if err := Scan(dir, func(*record.Entry) error { return nil }); !errors.As(err, &be) || be.Kind != BreakSeq {
 		t.Fatalf("Scan over the gap = %v, want a sequence break", err)
 	}
 	for _, seq := range []uint64{1, starts[1] - 1, starts[1]} {
-		if err := ScanFrom(dir, seq, func(*Entry) error { return nil }); !errors.As(err, &be) || be.Kind != BreakSeq || be.Seq != starts[1] {
+		if err := ScanFrom(dir, seq, func(*record.Entry) error { return nil }); !errors.As(err, &be) || be.Kind != BreakSeq || be.Seq != starts[1] {
 			t.Errorf("ScanFrom(%d) over the gap = %v, want a sequence break at %d", seq, err, starts[1])
 		}
 	}
 	var got []uint64
-	if err := ScanFrom(dir, starts[2], func(e *Entry) error { got = append(got, e.Seq); return nil }); err != nil {
+	if err := ScanFrom(dir, starts[2], func(e *record.Entry) error { got = append(got, e.Seq); return nil }); err != nil {
 		t.Fatalf("ScanFrom(%d), after the gap: %v", starts[2], err)
 	}
 	if len(got) != n-int(starts[2])+1 || got[0] != starts[2] {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // logChain appends n entries (entryN) to a Log in dir opened with opts, and
@@ -36,7 +38,7 @@ func TestScanFrom(t *testing.T) {
 		t.Fatalf("SegmentStarts = %v, %v; want several segments from 1", starts, err)
 	}
 	var all []string
-	if err := Scan(dir, func(e *Entry) error {
+	if err := Scan(dir, func(e *record.Entry) error {
 		c, err := e.Canonical()
 		all = append(all, string(c))
 		return err
@@ -45,7 +47,7 @@ func TestScanFrom(t *testing.T) {
 	}
 	for seq := uint64(0); seq <= n+2; seq++ {
 		var got []string
-		err := ScanFrom(dir, seq, func(e *Entry) error {
+		err := ScanFrom(dir, seq, func(e *record.Entry) error {
 			c, err := e.Canonical()
 			got = append(got, string(c))
 			return err
@@ -64,7 +66,7 @@ func TestScanFrom(t *testing.T) {
 		}
 	}
 	stop := errors.New("stop")
-	if err := ScanFrom(dir, 50, func(*Entry) error { return stop }); err != stop {
+	if err := ScanFrom(dir, 50, func(*record.Entry) error { return stop }); err != stop {
 		t.Errorf("ScanFrom returned %v, want fn's error", err)
 	}
 	if err := ScanFrom(dir, 1, nil); err == nil {
@@ -85,7 +87,7 @@ func TestScanFromChecksWhatItReads(t *testing.T) {
 	b, _ := os.ReadFile(seg)
 	os.WriteFile(seg, flipPrev(t, b, 1), 0o600)
 	var be *BreakError
-	if err := ScanFrom(dir, last, func(*Entry) error { return nil }); !errors.As(err, &be) {
+	if err := ScanFrom(dir, last, func(*record.Entry) error { return nil }); !errors.As(err, &be) {
 		t.Fatalf("ScanFrom over the broken link = %v, want a BreakError", err)
 	}
 	// The first segment altered: ScanFrom from the last does not read it.
@@ -95,10 +97,10 @@ func TestScanFromChecksWhatItReads(t *testing.T) {
 	first := filepath.Join(dir2, segmentName(starts[0]))
 	fb, _ := os.ReadFile(first)
 	os.WriteFile(first, flipPrev(t, fb, 1), 0o600)
-	if err := ScanFrom(dir2, last, func(*Entry) error { return nil }); err != nil {
+	if err := ScanFrom(dir2, last, func(*record.Entry) error { return nil }); err != nil {
 		t.Fatalf("ScanFrom from the last segment read an earlier one: %v", err)
 	}
-	if err := Scan(dir2, func(*Entry) error { return nil }); !errors.As(err, &be) {
+	if err := Scan(dir2, func(*record.Entry) error { return nil }); !errors.As(err, &be) {
 		t.Fatalf("Scan over the broken first segment = %v, want a BreakError", err)
 	}
 }

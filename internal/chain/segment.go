@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // A chain directory holds its entries in segment files, JSON Lines named by
@@ -50,7 +52,7 @@ func listSegments(dir string) ([]segment, error) {
 		}
 		digits := name[len(segPrefix) : len(name)-len(segSuffix)]
 		first, err := strconv.ParseUint(digits, 10, 64)
-		if err != nil || len(digits) != segDigits || first == 0 || first > MaxSeq || !de.Type().IsRegular() {
+		if err != nil || len(digits) != segDigits || first == 0 || first > record.MaxSeq || !de.Type().IsRegular() {
 			return nil, fmt.Errorf("chain: %s in %s is not a segment file (want %s, a regular file)", name, dir, segmentName(1))
 		}
 		segs = append(segs, segment{first: first, name: name, path: filepath.Join(dir, name)})

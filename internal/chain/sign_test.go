@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // TestCheckpointSignatureIsRFC8032: a checkpoint's signature is
@@ -11,7 +13,7 @@ import (
 // checkpoint twice gives the same bytes — and carries the key's id.
 func TestCheckpointSignatureIsRFC8032(t *testing.T) {
 	pub, priv := testKey(t, 7)
-	for _, seq := range []uint64{1, 2, MaxSeq} {
+	for _, seq := range []uint64{1, 2, record.MaxSeq} {
 		h := digestOf("x")
 		c := signCheckpointAs(priv, keyID(pub), seq, h)
 		msg := checkpointMessage(seq, h)

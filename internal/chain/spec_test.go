@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // specBlock returns the fenced block after the marker comment in SPEC.md.
@@ -122,8 +124,8 @@ func TestSpecPythonVerifier(t *testing.T) {
 		name  string
 		alter func(p *picture)
 	}{
-		{"edit", func(p *picture) { p.edit("B", false, func(e *Entry) { e.Principal = "m" }) }},
-		{"edit and rehash", func(p *picture) { p.edit("B", true, func(e *Entry) { e.Principal = "m" }) }},
+		{"edit", func(p *picture) { p.edit("B", false, func(e *record.Entry) { e.Principal = "m" }) }},
+		{"edit and rehash", func(p *picture) { p.edit("B", true, func(e *record.Entry) { e.Principal = "m" }) }},
 		{"delete", func(p *picture) { p.remove("B", true); p.remove("B", false) }},
 		{"torn", func(p *picture) { l := p.line("C", true); *l = (*l)[:30] }},
 		{"forged", func(p *picture) { p.batch(fresh, "D") }},

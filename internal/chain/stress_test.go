@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // crashFS tracks, for every segment file, how many bytes were written and
@@ -183,7 +185,7 @@ func checkImage(t *testing.T, img string, l *Log, before []acked) {
 func checkAcked(t *testing.T, dir string, want []acked) {
 	t.Helper()
 	have := map[uint64][32]byte{}
-	if err := Scan(dir, func(e *Entry) error { have[e.Seq] = e.Hash; return nil }); err != nil {
+	if err := Scan(dir, func(e *record.Entry) error { have[e.Seq] = e.Hash; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range want {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -127,26 +128,26 @@ func TestTamper(t *testing.T) {
 		{
 			name:  "edit B's principal",
 			chain: "G -> A -> B -> C",
-			alter: func(p *picture) { p.edit("B", false, func(e *Entry) { e.Principal = "mallory" }) },
+			alter: func(p *picture) { p.edit("B", false, func(e *record.Entry) { e.Principal = "mallory" }) },
 			want:  verdict{Break: BreakHash, Seq: 3},
 		},
 		{
 			name:  "edit B's path, rehash B",
 			chain: "G -> A -> B -> C",
-			alter: func(p *picture) { p.edit("B", true, func(e *Entry) { e.Caps[0].Path = "/etc/passwd" }) },
+			alter: func(p *picture) { p.edit("B", true, func(e *record.Entry) { e.Caps[0].Path = "/etc/passwd" }) },
 			want:  verdict{Break: BreakCheckpoint, Seq: 3},
 		},
 		{
 			name:  "edit B's decision, rehash B inside a batch",
 			chain: "G -> A B C",
-			alter: func(p *picture) { p.edit("B", true, func(e *Entry) { e.Decision = Deny }) },
+			alter: func(p *picture) { p.edit("B", true, func(e *record.Entry) { e.Decision = record.Deny }) },
 			want:  verdict{Break: BreakLink, Seq: 4},
 		},
 		{
 			name:  "edit B, rehash B, rewrite its checkpoint's hash (signature now wrong)",
 			chain: "G -> A -> B -> C",
 			alter: func(p *picture) {
-				p.edit("B", true, func(e *Entry) { e.Principal = "mallory" })
+				p.edit("B", true, func(e *record.Entry) { e.Principal = "mallory" })
 				l := p.line("B", true)
 				old := (*l)[strings.Index(*l, `"hash":"`)+8:][:64]
 				*l = strings.Replace(*l, old, p.entries["B"].Hash.String(), 1)
@@ -160,8 +161,8 @@ func TestTamper(t *testing.T) {
 			name:  "edit B, rehash everything after it",
 			chain: "G -> A -> B -> C",
 			alter: func(p *picture) {
-				p.edit("B", true, func(e *Entry) { e.Principal = "mallory" })
-				p.edit("C", true, func(e *Entry) { e.Prev = p.entries["B"].Hash })
+				p.edit("B", true, func(e *record.Entry) { e.Principal = "mallory" })
+				p.edit("C", true, func(e *record.Entry) { e.Prev = p.entries["B"].Hash })
 				for _, l := range []string{"B", "C"} {
 					line := p.line(l, true)
 					old := (*line)[strings.Index(*line, `"hash":"`)+8:][:64]
@@ -175,8 +176,8 @@ func TestTamper(t *testing.T) {
 			name:  "edit B, rehash and re-sign everything with a fresh key",
 			chain: "G -> A -> B -> C",
 			alter: func(p *picture) {
-				p.edit("B", true, func(e *Entry) { e.Principal = "mallory" })
-				p.edit("C", true, func(e *Entry) { e.Prev = p.entries["B"].Hash })
+				p.edit("B", true, func(e *record.Entry) { e.Principal = "mallory" })
+				p.edit("C", true, func(e *record.Entry) { e.Prev = p.entries["B"].Hash })
 				p.resign("B", fresh)
 				p.resign("C", fresh)
 			},
@@ -296,7 +297,7 @@ func TestTamper(t *testing.T) {
 				p.remove("C", true)
 				l := p.line("C", false)
 				body := strings.Replace((*l)[:len(*l)-1-hashSuffixLen], `"principal":"user-c"`, `"principal":"user-\u0063"`, 1)
-				*l = body + `,"hash":"` + newHasher().lineBody([]byte(body)).String() + "\"}\n"
+				*l = body + `,"hash":"` + record.NewHasher().Body([]byte(body)).String() + "\"}\n"
 			},
 			want: verdict{Break: BreakMalformed, Seq: 4},
 		},
@@ -438,7 +439,7 @@ func TestTamper(t *testing.T) {
 			name:  "ack 0",
 			chain: "G",
 			alter: func(p *picture) {
-				k := newAcker(p.priv).make(0, Digest{})
+				k := newAcker(p.priv).make(0, record.Digest{})
 				p.segs[0] = append([]string{string(appendAck(nil, &k))}, p.segs[0]...)
 			},
 			want: verdict{Break: BreakMalformed, Seq: 1},
@@ -524,10 +525,10 @@ func TestSmallBlocks(t *testing.T) {
 				t.Errorf("Verify = %+v, %v", rep, err)
 			}
 			var seqs []uint64
-			if err := Scan(p.write(), func(e *Entry) error { seqs = append(seqs, e.Seq); return nil }); err != nil || len(seqs) != 6 {
+			if err := Scan(p.write(), func(e *record.Entry) error { seqs = append(seqs, e.Seq); return nil }); err != nil || len(seqs) != 6 {
 				t.Errorf("Scan = %v, %v", seqs, err)
 			}
-			p.edit("D", false, func(e *Entry) { e.Reason = "x" })
+			p.edit("D", false, func(e *record.Entry) { e.Reason = "x" })
 			if got := verifyPicture(t, p, false); got.Break != BreakHash || got.Seq != 5 {
 				t.Errorf("edited D: %+v", got)
 			}
@@ -558,7 +559,7 @@ func TestSmallBlocks(t *testing.T) {
 						} else {
 							body = strings.Replace(body, `"prev":"`+old, `"prev":"`+now, 1)
 						}
-						now = newHasher().lineBody([]byte(body)).String()
+						now = record.NewHasher().Body([]byte(body)).String()
 						*line = body + `,"hash":"` + now + "\"}\n"
 					}
 					want := verdict{Break: BreakMalformed, Seq: r.entries[label].Seq}

@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // BreakKind classifies how a chain was found altered in the middle.
@@ -94,7 +96,7 @@ type Report struct {
 	// Checkpoints is the number of checkpoint lines checked.
 	Checkpoints uint64
 	// LastHash is the hash of the last entry.
-	LastHash Digest
+	LastHash record.Digest
 	// Segments and Bytes count what was read.
 	Segments int
 	Bytes    int64
@@ -223,7 +225,7 @@ func VerifyWith(dir string, pub ed25519.PublicKey, opts *VerifyOptions) (Report,
 //
 // fn MUST NOT keep e after it returns: the Entry is reused. Its strings and
 // slices are not, and may be kept.
-func Scan(dir string, fn func(e *Entry) error) error {
+func Scan(dir string, fn func(e *record.Entry) error) error {
 	if fn == nil {
 		return errors.New("chain: scan: nil fn")
 	}
@@ -237,7 +239,7 @@ func Scan(dir string, fn func(e *Entry) error) error {
 // the link to them: run [Verify] for that. A seq before the chain's first
 // segment starts at its beginning; one past its last entry calls fn with
 // nothing.
-func ScanFrom(dir string, seq uint64, fn func(e *Entry) error) error {
+func ScanFrom(dir string, seq uint64, fn func(e *record.Entry) error) error {
 	if fn == nil {
 		return errors.New("chain: scan: nil fn")
 	}
@@ -251,7 +253,7 @@ func ScanFrom(dir string, seq uint64, fn func(e *Entry) error) error {
 			k = i
 		}
 	}
-	_, err = walk(segs[k:], walkConfig{sink: scanSink{func(e *Entry) error {
+	_, err = walk(segs[k:], walkConfig{sink: scanSink{func(e *record.Entry) error {
 		if e.Seq < seq {
 			return nil
 		}
@@ -287,7 +289,7 @@ func SegmentStarts(dir string) ([]uint64, error) {
 // safe for concurrent use, MUST NOT keep e or r, and SHOULD only compute
 // its result. fn MUST NOT keep e or r either. Neither is called after
 // ScanMap returns.
-func ScanMap[R any](dir string, work func(e *Entry, r *R), fn func(e *Entry, r *R) error) error {
+func ScanMap[R any](dir string, work func(e *record.Entry, r *R), fn func(e *record.Entry, r *R) error) error {
 	return ScanMapWith(dir, nil, work, fn)
 }
 
@@ -303,7 +305,7 @@ type ScanOptions struct {
 }
 
 // ScanMapWith is ScanMap with options; opts may be nil.
-func ScanMapWith[R any](dir string, opts *ScanOptions, work func(e *Entry, r *R), fn func(e *Entry, r *R) error) error {
+func ScanMapWith[R any](dir string, opts *ScanOptions, work func(e *record.Entry, r *R), fn func(e *record.Entry, r *R) error) error {
 	if work == nil || fn == nil {
 		return errors.New("chain: scan: nil function")
 	}
@@ -333,7 +335,7 @@ type sink interface {
 	entry(c *chunk, i int) error
 }
 
-type scanSink struct{ fn func(*Entry) error }
+type scanSink struct{ fn func(*record.Entry) error }
 
 func (scanSink) prepare(*chunk, int)           {}
 func (scanSink) mapEntry(*chunk, int)          {}
@@ -341,8 +343,8 @@ func (s scanSink) entry(c *chunk, i int) error { return s.fn(&c.ents[i]) }
 
 // mapSink keeps work's results for a chunk in the chunk (c.aux).
 type mapSink[R any] struct {
-	work func(*Entry, *R)
-	fn   func(*Entry, *R) error
+	work func(*record.Entry, *R)
+	fn   func(*record.Entry, *R) error
 }
 
 func (m *mapSink[R]) prepare(c *chunk, n int) {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // walk is the one reader of segment files, shared by Verify, Scan and
@@ -32,14 +34,14 @@ type walkConfig struct {
 	midChain bool
 	workers  int
 
-	arenas []arena // one per worker, for Scan
+	arenas []record.Arena // one per worker, for Scan
 }
 
 // walkResult is the state of the chain where a walk stopped.
 type walkResult struct {
-	entries     uint64 // entries read and checked
-	next        uint64 // seq the next entry must have
-	prev        Digest // hash of the last entry read
+	entries     uint64        // entries read and checked
+	next        uint64        // seq the next entry must have
+	prev        record.Digest // hash of the last entry read
 	checkpoints uint64
 	lastCk      checkpoint // the last checkpoint read, if haveCk
 	haveCk      bool
@@ -72,9 +74,9 @@ type lineResult struct {
 	kind     lineKind
 	err      error
 	seq      uint64
-	prev     Digest // entry: its prev
-	hash     Digest // entry: the stored hash; checkpoint: the hash it signs
-	computed Digest // entry: the hash recomputed, when walkConfig.hash
+	prev     record.Digest // entry: its prev
+	hash     record.Digest // entry: the stored hash; checkpoint: the hash it signs
+	computed record.Digest // entry: the hash recomputed, when walkConfig.hash
 	// A light read (see entryFactsOf) decodes neither prev nor the stored
 	// hash: prevText is prev's digits, and hash is computed when the stored
 	// digits are its hex, hashHex.
@@ -94,7 +96,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 		// compare; without hashing, decode every line.
 		cfg.strict = true
 	}
-	cfg.arenas = make([]arena, cfg.workers)
+	cfg.arenas = make([]record.Arena, cfg.workers)
 	w := walkResult{next: 1}
 	prevKnown := true
 	if len(segs) == 0 {
@@ -145,7 +147,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				// An entry read without the strict decoder may be a line
 				// no writer makes; say so rather than what it broke.
 				if c.res[i].kind == lineEntry && kind != BreakMalformed {
-					if _, err := decodeEntry(c.data[c.starts[i]:c.ends[i]], nil); err != nil {
+					if _, err := record.Decode(c.data[c.starts[i]:c.ends[i]], nil); err != nil {
 						kind, want, got = BreakMalformed, "an entry in the stored form", "entry: "+err.Error()
 					}
 				}
@@ -243,7 +245,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 				i := int(u.off - c.base)
 				line := c.data[i:c.ends[lineIndex(c, i)]]
 				if len(tail)+len(line) > maxTail {
-					_, u.err = decodeEntry(line, nil)
+					_, u.err = record.Decode(line, nil)
 					continue
 				}
 				tail = append(tail, line...)
@@ -270,7 +272,7 @@ func walk(segs []segment, cfg walkConfig) (walkResult, error) {
 	}
 	for _, u := range unsigned {
 		if u.line != nil {
-			_, u.err = decodeEntry(u.line, nil)
+			_, u.err = record.Decode(u.line, nil)
 		}
 		if u.err != nil {
 			return w, &BreakError{Kind: BreakMalformed, Seq: u.seq, Want: "an entry in the stored form", Got: "entry: " + u.err.Error(), File: segs[u.seg].name, Offset: u.off}
@@ -287,7 +289,7 @@ var maxTail = 16 << 20
 
 var checkpointPrefix = []byte(`{"checkpoint":`)
 
-func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
+func (cfg *walkConfig) parseLine(h *record.Hasher, ar *record.Arena, c *chunk, i int) {
 	line := c.data[c.starts[i]:c.ends[i]]
 	r := &c.res[i]
 	*r = lineResult{}
@@ -315,18 +317,18 @@ func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 		return
 	}
 	var (
-		f   entryFacts
+		f   record.Facts
 		err error
 	)
 	switch {
 	case cfg.sink != nil:
-		f, err = decodeEntryAs(line, &c.ents[i], ar, cfg.light)
+		f, err = record.DecodeIn(line, &c.ents[i], ar, cfg.light)
 	case cfg.strict:
-		f, err = decodeEntry(line, nil)
+		f, err = record.Decode(line, nil)
 	default:
 		var ok bool
-		if f, ok = entryFactsOf(line); !ok {
-			_, err = decodeEntry(line, nil) // for its message
+		if f, ok = record.Skim(line); !ok {
+			_, err = record.Decode(line, nil) // for its message
 			if err == nil {
 				err = errors.New("not an entry")
 			}
@@ -336,19 +338,19 @@ func (cfg *walkConfig) parseLine(h *hasher, ar *arena, c *chunk, i int) {
 		r.err = fmt.Errorf("entry: %w", err)
 		return
 	}
-	r.kind, r.seq, r.prev, r.hash = lineEntry, f.seq, f.prev, f.hash
+	r.kind, r.seq, r.prev, r.hash = lineEntry, f.Seq, f.Prev, f.Hash
 	if cfg.hash {
-		r.computed = h.lineBody(f.body)
+		r.computed = h.Body(f.Body)
 	}
-	if f.prevText != nil {
+	if f.PrevText != nil {
 		// Compare in hex: encoding the computed hash is cheaper than
 		// decoding two digests, and equal digits are lower-case hex.
-		r.prevText = f.prevText
+		r.prevText = f.PrevText
 		hex.Encode(r.hashHex[:], r.computed[:])
-		if string(r.hashHex[:]) == string(f.hashText) {
+		if string(r.hashHex[:]) == string(f.HashText) {
 			r.hash = r.computed
 		} else {
-			r.hash, _ = parseHex32(f.hashText) // for the message
+			r.hash, _ = record.ParseDigest(f.HashText) // for the message
 		}
 	}
 	if cfg.sink != nil {

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // TestEnvelopeForwarded: an envelope says forwarded only for a call that
@@ -73,9 +73,9 @@ func TestEnvelopeForwarded(t *testing.T) {
 
 // failLog refuses every append, as a full disk or a call cancelled while
 // it is recorded does, after noting the entry it was given.
-type failLog struct{ tried *chain.Entry }
+type failLog struct{ tried *record.Entry }
 
-func (f *failLog) Append(_ context.Context, e *chain.Entry) (uint64, [32]byte, error) {
+func (f *failLog) Append(_ context.Context, e *record.Entry) (uint64, [32]byte, error) {
 	f.tried = e
 	return 0, [32]byte{}, context.Canceled
 }
@@ -98,7 +98,7 @@ func TestNoEnvelopeWithoutEntry(t *testing.T) {
 	if err == nil || v.Effect != policy.Deny {
 		t.Fatalf("Call = %s, %v; want a refusal saying the decision was not recorded", v.Effect, err)
 	}
-	if log.tried == nil || log.tried.Envelope == (chain.Digest{}) {
+	if log.tried == nil || log.tried.Envelope == (record.Digest{}) {
 		t.Fatal("the entry tried names no envelope")
 	}
 	if r, err := envelope.Find(dir, envelope.Digest(log.tried.Envelope)); err == nil {

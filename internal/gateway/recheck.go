@@ -7,6 +7,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // RuleUndecidable is the rule id recorded for a call that aegis refused
@@ -21,7 +22,7 @@ const RuleUndecidable = "aegis:undecidable"
 // whether the tool was bound and its tier. Entries aegis refused before the
 // policy (rule [RuleUndecidable]) are refused again: ok is false for them,
 // and v is a denial.
-func (e *Engine) Recheck(ent *chain.Entry) (v Verdict, ok bool) {
+func (e *Engine) Recheck(ent *record.Entry) (v Verdict, ok bool) {
 	ok = e.recheckInto(&v, new(recheckRequest), ent)
 	return v, ok
 }
@@ -35,7 +36,7 @@ type recheckRequest struct {
 
 // recheckInto is Recheck writing the verdict to v, with the request in rr,
 // which v then refers to.
-func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *chain.Entry) (ok bool) {
+func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *record.Entry) (ok bool) {
 	for _, r := range ent.Rules {
 		if strings.HasPrefix(r, "aegis:") {
 			*v = deny(fmt.Errorf("refused by aegis before the policy (%s): %s", r, ent.Reason))
@@ -69,7 +70,7 @@ func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *chain.Entry) (
 	if len(ent.Caps) > len(rr.caps) {
 		caps = make([]capability.Capability, 0, len(ent.Caps))
 	}
-	caps, err := appendCapsFromChain(caps, ent.Caps)
+	caps, err := record.AppendCapabilities(caps, ent.Caps)
 	if err != nil {
 		*v = deny(fmt.Errorf("entry %d: %w", ent.Seq, err))
 		return false
@@ -90,10 +91,10 @@ func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *chain.Entry) (
 // MUST NOT keep ent or v after it returns: v refers to a request that a
 // later entry's decision reuses (its Decision's rules and reason, and its
 // Caps, would change), so what fn needs of v it takes during the call.
-func (e *Engine) RecheckChain(dir string, fn func(ent *chain.Entry, v Verdict, ok bool) error) error {
-	return chain.ScanMapWith(dir, &chain.ScanOptions{Light: true}, func(ent *chain.Entry, r *rechecked) {
+func (e *Engine) RecheckChain(dir string, fn func(ent *record.Entry, v Verdict, ok bool) error) error {
+	return chain.ScanMapWith(dir, &chain.ScanOptions{Light: true}, func(ent *record.Entry, r *rechecked) {
 		r.ok = e.recheckInto(&r.v, &r.rr, ent)
-	}, func(ent *chain.Entry, r *rechecked) error {
+	}, func(ent *record.Entry, r *rechecked) error {
 		return fn(ent, r.v, r.ok)
 	})
 }
@@ -104,39 +105,4 @@ type rechecked struct {
 	v  Verdict
 	ok bool
 	rr recheckRequest
-}
-
-// CapsFromChain converts recorded capabilities back to capability values,
-// recomputing what the chain does not store (a host's address and classes)
-// the way derivation computed it.
-func CapsFromChain(cs []chain.Cap) ([]capability.Capability, error) {
-	return appendCapsFromChain(make([]capability.Capability, 0, len(cs)), cs)
-}
-
-// appendCapsFromChain is CapsFromChain appending to out.
-func appendCapsFromChain(out []capability.Capability, cs []chain.Cap) ([]capability.Capability, error) {
-	for i := range cs {
-		c := &cs[i]
-		k, err := capability.ParseKind(c.Kind)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, capability.Capability{
-			Kind: k, Path: c.Path,
-			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
-			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
-			IDKind: c.IDKind, ID: c.ID,
-		})
-		if k == capability.NetConnect {
-			host, addr, classes, err := capability.CanonHostClasses(c.Host)
-			if err != nil || host != c.Host {
-				return nil, fmt.Errorf("recorded host %q is not canonical", c.Host)
-			}
-			if addr.IsValid() {
-				classes = capability.ClassOf(addr)
-			}
-			out[len(out)-1].Addr, out[len(out)-1].Classes = addr, classes
-		}
-	}
-	return out, nil
 }

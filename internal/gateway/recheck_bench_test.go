@@ -18,6 +18,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // BenchmarkRecheckChain times `aegis recheck` end to end on a chain of
@@ -50,7 +51,7 @@ func BenchmarkRecheckChain(b *testing.B) {
 		b.Run("policy="+pol.name+"/RecheckChain", func(b *testing.B) {
 			benchRecheck(b, dir, size, n, func() (int, error) {
 				var count, flips int
-				err := eng.RecheckChain(dir, func(e *chain.Entry, v Verdict, ok bool) error {
+				err := eng.RecheckChain(dir, func(e *record.Entry, v Verdict, ok bool) error {
 					count++
 					if ok && v.Effect.String() != e.Decision {
 						flips++
@@ -63,7 +64,7 @@ func BenchmarkRecheckChain(b *testing.B) {
 		b.Run("policy="+pol.name+"/Scan+Recheck", func(b *testing.B) {
 			benchRecheck(b, dir, size, n, func() (int, error) {
 				var count, flips int
-				err := chain.Scan(dir, func(e *chain.Entry) error {
+				err := chain.Scan(dir, func(e *record.Entry) error {
 					count++
 					if v, ok := eng.Recheck(e); ok && v.Effect.String() != e.Decision {
 						flips++
@@ -77,7 +78,7 @@ func BenchmarkRecheckChain(b *testing.B) {
 	b.Run("Scan", func(b *testing.B) {
 		benchRecheck(b, dir, size, n, func() (int, error) {
 			var count int
-			err := chain.Scan(dir, func(e *chain.Entry) error { count++; return nil })
+			err := chain.Scan(dir, func(e *record.Entry) error { count++; return nil })
 			return count, err
 		})
 	})
@@ -206,8 +207,8 @@ func writeRecheckChain(b testing.TB, dir string, n int) {
 // recheckEntry is the i-th call of a session mix: mostly reads under
 // ~/projects, some writes, some fetches, a few reads of secrets, a few
 // calls aegis refused before the policy.
-func recheckEntry(i int) *chain.Entry {
-	e := &chain.Entry{
+func recheckEntry(i int) *record.Entry {
+	e := &record.Entry{
 		Time:      time.Date(2026, 11, 29, 12, 0, 0, i, time.UTC),
 		Session:   fmt.Sprintf("sess-%04d", i%500),
 		Principal: "alice",
@@ -215,8 +216,8 @@ func recheckEntry(i int) *chain.Entry {
 		Origin:    "interactive",
 		Server:    "fs",
 		Bound:     true,
-		Mode:      chain.Enforce,
-		Decision:  chain.Allow,
+		Mode:      record.Enforce,
+		Decision:  record.Allow,
 		Reason:    "allowed by read-projects",
 		Rules:     []string{"fs-tools", "read-projects"},
 	}
@@ -230,27 +231,27 @@ func recheckEntry(i int) *chain.Entry {
 	switch i % 10 {
 	case 0, 1, 2, 3, 4, 5:
 		e.Tool, e.Tier = "read_text_file", "data-read"
-		e.Caps = []chain.Cap{{Kind: "fs.read", Path: path}}
+		e.Caps = []record.Cap{{Kind: "fs.read", Path: path}}
 	case 6:
 		e.Tool, e.Tier = "write_file", "mutating"
-		e.Caps = []chain.Cap{{Kind: "fs.write", Path: path}}
-		e.Decision, e.Rules, e.Reason = chain.Ask, []string{"write-projects"}, "writes are confirmed by a person"
+		e.Caps = []record.Cap{{Kind: "fs.write", Path: path}}
+		e.Decision, e.Rules, e.Reason = record.Ask, []string{"write-projects"}, "writes are confirmed by a person"
 	case 7:
 		e.Server, e.Tool, e.Tier = "web", "fetch", "data-read"
 		host := []string{"api.github.com", "pkg.go.dev", "10.0.0.7", "example.com"}[i/10%4]
-		e.Caps = []chain.Cap{{Kind: "net.connect", Scheme: "https", Host: host, Port: 443, URL: "https://" + host + fmt.Sprintf("/x/%d", i)}}
+		e.Caps = []record.Cap{{Kind: "net.connect", Scheme: "https", Host: host, Port: 443, URL: "https://" + host + fmt.Sprintf("/x/%d", i)}}
 		e.Rules, e.Reason = []string{"web-fetch", "public-web"}, "allowed by public-web"
 	case 8:
 		e.Tool, e.Tier = "read_multiple_files", "data-read"
-		e.Caps = []chain.Cap{{Kind: "fs.read", Path: path}, {Kind: "fs.read", Path: "/home/alice/.ssh/id_ed25519"}}
-		e.Decision, e.Rules, e.Reason = chain.Deny, []string{"no-secrets"}, "credentials are off limits"
+		e.Caps = []record.Cap{{Kind: "fs.read", Path: path}, {Kind: "fs.read", Path: "/home/alice/.ssh/id_ed25519"}}
+		e.Decision, e.Rules, e.Reason = record.Deny, []string{"no-secrets"}, "credentials are off limits"
 	case 9:
 		if i%100 == 99 {
-			e.Tool, e.Caps = "read_text_file", []chain.Cap{}
-			e.Decision, e.Rules, e.Reason = chain.Deny, []string{RuleUndecidable}, "arguments: duplicate key"
+			e.Tool, e.Caps = "read_text_file", []record.Cap{}
+			e.Decision, e.Rules, e.Reason = record.Deny, []string{RuleUndecidable}, "arguments: duplicate key"
 		} else {
 			e.Tool, e.Tier = "list_directory", "read-only"
-			e.Caps = []chain.Cap{{Kind: "fs.read", Path: strings.TrimSuffix(path, fmt.Sprintf("/file-%d.go", i))}}
+			e.Caps = []record.Cap{{Kind: "fs.read", Path: strings.TrimSuffix(path, fmt.Sprintf("/file-%d.go", i))}}
 		}
 	}
 	return e
@@ -260,7 +261,7 @@ func recheckEntry(i int) *chain.Entry {
 // the policy's share of a recheck, per entry, for the mix of
 // recheckEntry.
 func BenchmarkRecheck(b *testing.B) {
-	ents := make([]*chain.Entry, 1000)
+	ents := make([]*record.Entry, 1000)
 	for i := range ents {
 		ents[i] = recheckEntry(i + 1)
 	}
@@ -294,7 +295,7 @@ func TestRecheckChain(t *testing.T) {
 		Reason string
 	}
 	var want, got []verdict
-	err := chain.Scan(dir, func(e *chain.Entry) error {
+	err := chain.Scan(dir, func(e *record.Entry) error {
 		v, ok := eng.Recheck(e)
 		want = append(want, verdict{e.Seq, v.Effect.String(), ok, v.Reason()})
 		return nil
@@ -302,7 +303,7 @@ func TestRecheckChain(t *testing.T) {
 	if err != nil || len(want) != n {
 		t.Fatalf("Scan: %v after %d entries", err, len(want))
 	}
-	err = eng.RecheckChain(dir, func(e *chain.Entry, v Verdict, ok bool) error {
+	err = eng.RecheckChain(dir, func(e *record.Entry, v Verdict, ok bool) error {
 		got = append(got, verdict{e.Seq, v.Effect.String(), ok, v.Reason()})
 		return nil
 	})
@@ -345,13 +346,13 @@ func FuzzRecheckChain(f *testing.F) {
 			t.Fatal(err)
 		}
 		var want []string
-		serr := chain.Scan(work, func(e *chain.Entry) error {
+		serr := chain.Scan(work, func(e *record.Entry) error {
 			v, ok := eng.Recheck(e)
 			want = append(want, fmt.Sprint(e.Seq, v.Effect, ok, v.Reason()))
 			return nil
 		})
 		var got []string
-		rerr := eng.RecheckChain(work, func(e *chain.Entry, v Verdict, ok bool) error {
+		rerr := eng.RecheckChain(work, func(e *record.Entry, v Verdict, ok bool) error {
 			got = append(got, fmt.Sprint(e.Seq, v.Effect, ok, v.Reason()))
 			return nil
 		})

@@ -8,32 +8,33 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/google/go-cmp/cmp"
 )
 
 // slotEntry varies the number of capabilities (0..3) and their verdicts
 // from entry to entry, so that a reused result slot would carry a
 // capability of an earlier entry into a later one.
-func slotEntry(i int) *chain.Entry {
+func slotEntry(i int) *record.Entry {
 	e := recheckEntry(i)
-	ssh := chain.Cap{Kind: "fs.read", Path: "/home/alice/.ssh/id_ed25519"}
-	ok := chain.Cap{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/x/%d", i)}
-	net := chain.Cap{Kind: "net.connect", Scheme: "https", Host: "10.0.0.7", Port: 443, URL: "https://10.0.0.7/"}
+	ssh := record.Cap{Kind: "fs.read", Path: "/home/alice/.ssh/id_ed25519"}
+	ok := record.Cap{Kind: "fs.read", Path: fmt.Sprintf("/home/alice/projects/x/%d", i)}
+	net := record.Cap{Kind: "net.connect", Scheme: "https", Host: "10.0.0.7", Port: 443, URL: "https://10.0.0.7/"}
 	if e.Server == "fs" && i%100 != 99 {
 		e.Tool = "read_multiple_files"
 		switch (i * 7919) % 6 {
 		case 0:
 			e.Caps = nil
 		case 1:
-			e.Caps = []chain.Cap{ssh}
+			e.Caps = []record.Cap{ssh}
 		case 2:
-			e.Caps = []chain.Cap{ok}
+			e.Caps = []record.Cap{ok}
 		case 3:
-			e.Caps = []chain.Cap{ok, ssh}
+			e.Caps = []record.Cap{ok, ssh}
 		case 4:
-			e.Caps = []chain.Cap{ok, ok, net}
+			e.Caps = []record.Cap{ok, ok, net}
 		case 5:
-			e.Caps = []chain.Cap{ok, ok}
+			e.Caps = []record.Cap{ok, ok}
 		}
 	}
 	if i%3 == 0 {
@@ -69,12 +70,12 @@ func TestRecheckChainReusedSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := recheckEngine(t, "../../examples/filesystem/policy.yaml")
-	render := func(e *chain.Entry, v *Verdict, ok bool) string {
+	render := func(e *record.Entry, v *Verdict, ok bool) string {
 		return fmt.Sprintf("%d %v %v %q rules=%v caps=%#v origin=%v taint=%v tier=%v bound=%v args=%v ask=%v find=%v ncap=%d",
 			e.Seq, v.Effect, ok, v.Reason(), v.Decision.Rules(), v.Caps, v.Origin, v.Taint, v.Tier, v.Bound, v.Arguments, v.Ask, v.Findings, v.Decision.NumCaps())
 	}
 	var want []string
-	if err := chain.Scan(dir, func(e *chain.Entry) error {
+	if err := chain.Scan(dir, func(e *record.Entry) error {
 		v, ok := eng.Recheck(e)
 		want = append(want, render(e, &v, ok))
 		return nil
@@ -84,7 +85,7 @@ func TestRecheckChainReusedSlots(t *testing.T) {
 	for _, procs := range []int{1, 2, 4, 8} {
 		old := runtime.GOMAXPROCS(procs)
 		var got []string
-		err := eng.RecheckChain(dir, func(e *chain.Entry, v Verdict, ok bool) error {
+		err := eng.RecheckChain(dir, func(e *record.Entry, v Verdict, ok bool) error {
 			got = append(got, render(e, &v, ok))
 			return nil
 		})

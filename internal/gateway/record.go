@@ -8,15 +8,15 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
-	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // Appender makes a chain entry durable; *chain.Log is one.
 type Appender interface {
-	Append(ctx context.Context, e *chain.Entry) (seq uint64, hash [32]byte, err error)
+	Append(ctx context.Context, e *record.Entry) (seq uint64, hash [32]byte, err error)
 }
 
 // recorder checks calls and records each decision in the chain before it
@@ -60,7 +60,7 @@ func (r *recorder) call(ctx context.Context, c *Call, m *callMem) (Verdict, erro
 			return refused(&v), fmt.Errorf("recording the envelope: %w", err)
 		}
 		defer env.Drop()
-		e.Envelope = chain.Digest(env.Digest)
+		e.Envelope = record.Digest(env.Digest)
 	}
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
 		return refused(&v), fmt.Errorf("recording the decision: %w", err)
@@ -92,7 +92,7 @@ func (r *recorder) result(ctx context.Context, c *Call, found []dlp.Located, wit
 		decision, what = policy.Deny, "withheld"
 	}
 	e := r.callEntry(c, now())
-	e.Caps = []chain.Cap{}
+	e.Caps = []record.Cap{}
 	e.Decision = decision.String()
 	e.Rules = []string{RuleDLP}
 	e.Reason = "the result was " + what + ": " + findingsNote(found)
@@ -135,11 +135,11 @@ func (r *recorder) prepareEnvelope(c *Call, v *Verdict, at time.Time) (envelope.
 
 // entry builds the chain entry of a decision: the decision axes, never the
 // raw arguments.
-func (r *recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time) *chain.Entry {
+func (r *recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time) *record.Entry {
 	e := r.callEntry(c, at)
 	e.ToolSchemaHash = schemaHash
 	e.Bound = v.Bound
-	e.Caps = CapsOf(v.Caps)
+	e.Caps = record.CapsOf(v.Caps)
 	e.Decision = v.Effect.String()
 	e.Reason = v.Reason()
 	if v.Origin != capability.OriginUnknown {
@@ -160,8 +160,8 @@ func (r *recorder) entry(c *Call, v *Verdict, schemaHash [32]byte, at time.Time)
 
 // callEntry is a chain entry with the axes of call c and of the policy in
 // force, for the entries of decisions and of results alike.
-func (r *recorder) callEntry(c *Call, at time.Time) *chain.Entry {
-	return &chain.Entry{
+func (r *recorder) callEntry(c *Call, at time.Time) *record.Entry {
+	return &record.Entry{
 		Time:       at,
 		Session:    c.Session,
 		Principal:  c.Principal,
@@ -214,20 +214,6 @@ func hashArgsIn(buf *[]byte, doc *args.Doc, raw []byte) [32]byte {
 	h.Write([]byte(rawDomain))
 	h.Write(raw)
 	return [32]byte(h.Sum(nil))
-}
-
-// CapsOf converts capabilities to the chain's form.
-func CapsOf(caps []capability.Capability) []chain.Cap {
-	out := make([]chain.Cap, len(caps))
-	for i, c := range caps {
-		out[i] = chain.Cap{
-			Kind: c.Kind.String(), Path: c.Path,
-			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
-			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
-			IDKind: c.IDKind, ID: c.ID,
-		}
-	}
-	return out
 }
 
 // modelArgsHash hashes the arguments as the model wrote them.

@@ -10,14 +10,14 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
-	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
-type memLog struct{ entries []*chain.Entry }
+type memLog struct{ entries []*record.Entry }
 
-func (m *memLog) Append(_ context.Context, e *chain.Entry) (uint64, [32]byte, error) {
+func (m *memLog) Append(_ context.Context, e *record.Entry) (uint64, [32]byte, error) {
 	m.entries = append(m.entries, e)
 	return uint64(len(m.entries)), [32]byte{}, nil
 }

@@ -1,4 +1,4 @@
-package chain
+package record
 
 import (
 	"encoding/binary"
@@ -30,8 +30,8 @@ const (
 // not the raw arguments (those live in the envelope, a separate store).
 //
 // The json tags name the fields of the stored form; SPEC.md defines that form
-// and [Entry.MarshalJSON] produces it. Fields a [Log] assigns (V, Seq, Prev,
-// Hash) are ignored on input to [Log.Append].
+// and [Entry.MarshalJSON] produces it. Fields a log assigns (V, Seq, Prev,
+// Hash) are ignored on input to chain's Log.Append and to [Template.Encode].
 type Entry struct {
 	V    uint64    `json:"v"`    // format version, [Version]
 	Seq  uint64    `json:"seq"`  // position in the chain, from 1
@@ -79,7 +79,8 @@ type Entry struct {
 
 // Cap is a derived capability as the chain records it: a kind and the
 // canonical fields of that kind. Zero fields are omitted from the encoding.
-// The chain owns this format; it does not interpret kinds.
+// Package record owns this format; it does not interpret kinds, but for
+// the conversion to and from [capability.Capability] (caps.go).
 type Cap struct {
 	Kind string `json:"kind"` // fs.read, fs.write, net.connect, exec, id
 
@@ -155,7 +156,7 @@ var unhex = func() (t [256]byte) {
 	return t
 }()
 
-// check reports why e cannot be recorded, ignoring the fields a Log assigns.
+// check reports why e cannot be recorded, ignoring the fields a log assigns.
 // It is the writer's half of what the decoder enforces.
 func (e *Entry) check() error {
 	switch e.Decision {

@@ -1,4 +1,4 @@
-package chain
+package record
 
 import (
 	"encoding/binary"
@@ -26,8 +26,8 @@ type decoder struct {
 	b     []byte
 	i     int
 	build bool
-	light bool   // optional digests are checked, not decoded (ScanOptions.Light)
-	ar    *arena // slices are carved from it and strings interned, if set
+	light bool   // optional digests are checked, not decoded (DecodeIn with light; chain.ScanOptions.Light)
+	ar    *Arena // slices are carved from it and strings interned, if set
 	err   *errSyntax
 }
 
@@ -50,7 +50,7 @@ type key struct {
 // newKey makes the key for s, at most 16 bytes.
 func newKey(s string) *key {
 	if len(s) > 16 {
-		panic("chain: key literal longer than 16 bytes: " + s)
+		panic("record: key literal longer than 16 bytes: " + s)
 	}
 	k := &key{s: s, n: len(s)}
 	for i := 0; i < len(s); i++ {

@@ -1,4 +1,4 @@
-package chain
+package record
 
 import (
 	"bytes"
@@ -8,17 +8,19 @@ import (
 )
 
 // This file reads stored entry lines: fully and strictly with the decoder
-// of decode.go, or lightly, for Verify.
+// of decode.go, or lightly ([Skim]), for a verifier.
 
-// entryFacts are what Verify needs from a line.
-type entryFacts struct {
-	seq  uint64
-	prev Digest // decoded by the strict decoder
-	hash Digest // as stored; decoded by the strict decoder
-	// prevText and hashText are the digits of prev and of the stored hash,
-	// unchecked, from the light read.
-	prevText, hashText []byte
-	body               []byte // the line less `,"hash":"…"}`: canonical encoding minus its '}'
+// Facts are what a reader of a chain needs of an entry line to place it
+// in the chain: its seq, its link and its stored hash, and the bytes its
+// hash is computed over.
+type Facts struct {
+	Seq  uint64
+	Prev Digest // decoded by Decode and DecodeIn; zero from Skim
+	Hash Digest // as stored; decoded by Decode and DecodeIn; zero from Skim
+	// PrevText and HashText are the digits of prev and of the stored hash,
+	// unchecked, from Skim; nil from Decode and DecodeIn.
+	PrevText, HashText []byte
+	Body               []byte // the line less `,"hash":"…"}`: canonical encoding minus its '}'; see [Hasher.Body]
 }
 
 // The keys of an entry line, in order.
@@ -51,21 +53,19 @@ var (
 	kEnd        = newKey(`"}`)
 )
 
-// decodeEntry reads a stored entry line (without its newline). With e
-// non-nil it fills e; otherwise it only validates.
-func decodeEntry(line []byte, e *Entry) (f entryFacts, err error) {
-	return decodeEntryIn(line, e, nil)
+// Decode reads a stored entry line (without its newline) strictly: it
+// accepts the stored form SPEC.md defines and nothing else, so what it
+// accepts re-encodes to the same bytes. With e non-nil it fills e;
+// otherwise it only validates, without allocating.
+func Decode(line []byte, e *Entry) (f Facts, err error) {
+	return DecodeIn(line, e, nil, false)
 }
 
-// decodeEntryIn is decodeEntry carving e's slices from ar and interning its
-// strings there, when ar is not nil.
-func decodeEntryIn(line []byte, e *Entry, ar *arena) (f entryFacts, err error) {
-	return decodeEntryAs(line, e, ar, false)
-}
-
-// decodeEntryAs is decodeEntryIn that, when light, leaves zero in e the
-// fields of ScanOptions.Light, which it checks without decoding.
-func decodeEntryAs(line []byte, e *Entry, ar *arena, light bool) (f entryFacts, err error) {
+// DecodeIn is [Decode] carving e's slices from ar and interning its
+// strings there, when ar is not nil. When light, it leaves zero in e the
+// fields a decision is not made on (Session, Time, and the digests but Prev
+// and Hash), which it checks without decoding.
+func DecodeIn(line []byte, e *Entry, ar *Arena, light bool) (f Facts, err error) {
 	d := decoder{b: line, build: e != nil, ar: ar, light: light}
 	var x Entry
 	if e == nil {
@@ -226,7 +226,7 @@ func decodeEntryAs(line []byte, e *Entry, ar *arena, light bool) (f entryFacts, 
 	if d.err != nil {
 		return f, d.err
 	}
-	return entryFacts{seq: e.Seq, prev: e.Prev, hash: e.Hash, body: line[:bodyEnd]}, nil
+	return Facts{Seq: e.Seq, Prev: e.Prev, Hash: e.Hash, Body: line[:bodyEnd]}, nil
 }
 
 var (
@@ -238,19 +238,23 @@ var (
 	entryStart     = []byte(`{"args_hash":"`)
 )
 
-// entryFactsOf finds seq, prev and the stored hash of an entry line
-// without decoding the rest, for Verify, which hashes the line's bytes as
-// they are. It reads seq; prev and the hash it leaves as text, which Verify
-// compares with the lower-case hex of the hashes it computes. The shortcut is sound for what Verify proves: a line covered by
-// a signature is byte for byte what the key holder wrote, and its writer
+// Skim finds seq, prev and the stored hash of an entry line without
+// decoding the rest, for a verifier, which hashes the line's bytes as they
+// are. It reads seq; prev and the hash it leaves as text (Facts.PrevText and
+// Facts.HashText), which a verifier compares with the lower-case hex of the
+// hashes it computes. ok is false when it cannot find them this way;
+// [Decode] then says what is wrong with the line.
+//
+// The shortcut is sound for what a verifier proves: a line covered by a
+// signature is byte for byte what the key holder wrote, and its writer
 // writes only the stored form, in which the first `],"decision":"`, the
 // first `,"prev":"` after it and the first `],"seq":` after that are the
 // top-level keys (inside a string every '"' is escaped, and no capability
-// has such keys). A line that is not
-// covered proves nothing either way, and any line that breaks the chain is
-// decoded strictly to classify the break. Scan and VerifyOptions.Strict
-// decode every line strictly.
-func entryFactsOf(line []byte) (f entryFacts, ok bool) {
+// has such keys). A line that is not covered proves nothing either way, and
+// a verifier decodes any line that breaks the chain strictly to classify
+// the break; chain's Scan and VerifyOptions.Strict decode every line
+// strictly.
+func Skim(line []byte) (f Facts, ok bool) {
 	n := len(line)
 	if n < len(entryStart)+hashSuffixLen || string(line[:len(entryStart)]) != string(entryStart) {
 		return f, false
@@ -259,7 +263,7 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 	if string(suffix[:len(hashKey)]) != string(hashKey) || string(suffix[hashSuffixLen-2:]) != `"}` {
 		return f, false
 	}
-	f.hashText = suffix[len(hashKey) : len(hashKey)+64]
+	f.HashText = suffix[len(hashKey) : len(hashKey)+64]
 	body := line[:n-hashSuffixLen]
 	// Search from anchors that start with a rare byte (']' ends only the
 	// caps, argv, roles and rules arrays), so the searches skip ahead in
@@ -279,18 +283,18 @@ func entryFactsOf(line []byte) (f entryFacts, ok bool) {
 	if len(body)-i < 64+1 {
 		return f, false
 	}
-	f.prevText = body[i : i+64]
+	f.PrevText = body[i : i+64]
 	j := bytes.Index(body[i+64:], seqAnchor)
 	if j < 0 {
 		return f, false
 	}
 	j += 64 + 1 // seqAnchor starts with ']'
 	d := decoder{b: body, i: i + j + len(seqKey)}
-	f.seq = d.uint(MaxSeq)
-	if d.err != nil || f.seq == 0 || !d.peek(',') {
+	f.Seq = d.uint(MaxSeq)
+	if d.err != nil || f.Seq == 0 || !d.peek(',') {
 		return f, false
 	}
-	f.body = body
+	f.Body = body
 	return f, true
 }
 
@@ -360,15 +364,15 @@ func prevAt(body []byte, i int) int {
 	return i + len(prev)
 }
 
-// arena hands out the slices of decoded entries (roles, rules, caps) from
+// Arena hands out the slices of decoded entries (roles, rules, caps) from
 // shared backing arrays, so a scan does not allocate three slices per
 // entry, and interns their strings. A slice it gave out stays valid: the
-// arena moves on to a new array when one is full. It is not safe for
-// concurrent use. A nil arena allocates each slice and string.
-type arena struct {
+// Arena moves on to a new array when one is full. It is not safe for
+// concurrent use. A nil Arena allocates each slice and string.
+type Arena struct {
 	strs []string
 	caps []Cap
-	// text holds the bytes of the strings the arena made, one after the
+	// text holds the bytes of the strings the Arena made, one after the
 	// other: a string is a view of its bytes (see newString), which are
 	// never written again, so a scan does not allocate a string per
 	// entry for the strings that do not repeat (paths, URLs).
@@ -384,22 +388,22 @@ type arena struct {
 
 type internedString struct {
 	s           string
-	first, last uint64 // the first and last 8 bytes of s, as in arena.str
+	first, last uint64 // the first and last 8 bytes of s, as in Arena.str
 }
 
 // maxInterned is the length above which strings are not interned: long
 // strings seldom repeat.
 const maxInterned = 128
 
-// textLen is the size of an arena's blocks of string bytes, and the
+// textLen is the size of an Arena's blocks of string bytes, and the
 // longest string carved from them.
 const textLen = 16 << 10
 
-// newString returns a copy of b, carved from the arena's current block of
+// newString returns a copy of b, carved from the Arena's current block of
 // string bytes. The bytes of a string it returned are never written again:
 // the block is only appended to, within its capacity, and a full block is
 // left as it is for a new one. A string kept keeps its whole block.
-func (a *arena) newString(b []byte) string {
+func (a *Arena) newString(b []byte) string {
 	if len(b) == 0 || len(b) > textLen/4 {
 		return string(b)
 	}
@@ -412,7 +416,7 @@ func (a *arena) newString(b []byte) string {
 }
 
 // str returns b[start:end] as a string, interned when it is short.
-func (a *arena) str(b []byte, start, end int) string {
+func (a *Arena) str(b []byte, start, end int) string {
 	n := end - start
 	if a == nil {
 		return string(b[start:end])
@@ -437,7 +441,7 @@ func (a *arena) str(b []byte, start, end int) string {
 	return is.s
 }
 
-// The lengths of an arena's arrays of strings and of capabilities: each
+// The lengths of an Arena's arrays of strings and of capabilities: each
 // array is a small object (at most 32 KiB), which the runtime carves from
 // memory it reuses, where a larger one takes fresh pages from the kernel
 // (a page fault each).
@@ -447,7 +451,7 @@ const (
 )
 
 // reserveStrs makes room for an array of strings.
-func (a *arena) reserveStrs() {
+func (a *Arena) reserveStrs() {
 	if cap(a.strs)-len(a.strs) < 64 {
 		a.strs = make([]string, 0, strsLen)
 	}
@@ -464,7 +468,7 @@ func (d *decoder) newCaps() []Cap {
 		a.caps = make([]Cap, 0, capsLen)
 	}
 	// One slot, the usual count; an append past it reallocates, so a
-	// longer list never overwrites the arena's next slices.
+	// longer list never overwrites the Arena's next slices.
 	n := len(a.caps)
 	a.caps = a.caps[:n+1]
 	return a.caps[n : n : n+1]

@@ -1,4 +1,8 @@
-package chain
+// Package jcsref is a naive RFC 8785 (JCS) implementation for tests to hold
+// the hand-rolled encoders of the chain's lines to (package record's
+// entries, package chain's checkpoints and acks). It is written for
+// obviousness, not speed, and knows nothing of the formats it checks.
+package jcsref
 
 import (
 	"bytes"
@@ -10,11 +14,10 @@ import (
 	"unicode/utf8"
 )
 
-// refJCS is a naive RFC 8785 implementation to test the hand-rolled encoder
-// against: decode with encoding/json into any, sort object keys by UTF-16
-// code units, and write strings the way ECMAScript's JSON.stringify does.
-// It knows nothing of the entry format.
-func refJCS(in []byte) ([]byte, error) {
+// Canonical returns the RFC 8785 canonical form of the JSON text in: it
+// decodes it with encoding/json into any, sorts object keys by UTF-16 code
+// units, and writes strings the way ECMAScript's JSON.stringify does.
+func Canonical(in []byte) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(in))
 	d.UseNumber()
 	var v any
@@ -83,6 +86,10 @@ func refEmit(out *bytes.Buffer, v any) error {
 	}
 	return nil
 }
+
+// WriteString writes s as a JCS string: it follows ECMA-262
+// QuoteJSONString rune by rune.
+func WriteString(out *bytes.Buffer, s string) { refString(out, s) }
 
 // refString follows ECMA-262 QuoteJSONString rune by rune.
 func refString(out *bytes.Buffer, s string) {

@@ -1,4 +1,4 @@
-package chain
+package record
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/jcsref"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -93,7 +94,7 @@ func TestCanonicalGolden(t *testing.T) {
 			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
 				t.Errorf("Canonical (-want +got):\n%s", diff)
 			}
-			ref, err := refJCS(got)
+			ref, err := jcsref.Canonical(got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +119,7 @@ func TestHashDefinition(t *testing.T) {
 	}
 	delete(m, "hash")
 	raw, _ := json.Marshal(m)
-	canon, err := refJCS(raw)
+	canon, err := jcsref.Canonical(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,14 +145,14 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got Entry
-		f, err := decodeEntry(line, &got)
+		f, err := Decode(line, &got)
 		if err != nil {
-			t.Fatalf("decodeEntry(%s): %v", line, err)
+			t.Fatalf("Decode(%s): %v", line, err)
 		}
 		if diff := cmp.Diff(e, &got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("decoded entry (-want +got):\n%s", diff)
 		}
-		if f.seq != e.Seq || f.prev != e.Prev || f.hash != h || newHasher().canonical(append(f.body[:len(f.body):len(f.body)], '}')) != h {
+		if f.Seq != e.Seq || f.Prev != e.Prev || f.Hash != h || NewHasher().canonical(append(f.Body[:len(f.Body):len(f.Body)], '}')) != h {
 			t.Errorf("facts = %+v", f)
 		}
 		// encoding/json reads the stored line into the same entry.
@@ -208,7 +209,7 @@ func TestDecodeRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decodeEntry(good, nil); err != nil {
+	if _, err := Decode(good, nil); err != nil {
 		t.Fatalf("good line rejected: %v", err)
 	}
 	min := minimal()
@@ -293,45 +294,14 @@ func TestDecodeRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := decodeEntry(tt.line, nil); err == nil {
+			if _, err := Decode(tt.line, nil); err == nil {
 				t.Errorf("decodeEntry accepted %s", tt.line)
 			}
 			var x Entry
-			if _, err := decodeEntry(tt.line, &x); err == nil {
+			if _, err := Decode(tt.line, &x); err == nil {
 				t.Errorf("decodeEntry (building) accepted %s", tt.line)
 			}
 		})
-	}
-}
-
-func TestCheckpointLine(t *testing.T) {
-	pub, priv := testKey(t, 1)
-	ck := signCheckpoint(priv, 42, digestOf("x"))
-	line := appendCheckpoint(nil, &ck)
-	if _, err := refJCS(line); err != nil {
-		t.Fatal(err)
-	}
-	got, err := decodeCheckpoint(bytes.TrimSuffix(line, []byte("\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != ck || !got.verify(pub, keyID(pub)) {
-		t.Errorf("checkpoint did not round-trip or verify: %+v", got)
-	}
-	ref, _ := refJCS(bytes.TrimSuffix(line, []byte("\n")))
-	if !bytes.Equal(append(ref, '\n'), line) {
-		t.Errorf("checkpoint line is not JCS: %s", line)
-	}
-	for _, bad := range []string{
-		strings.Replace(string(line), `"checkpoint":42`, `"checkpoint":042`, 1),
-		strings.Replace(string(line), `"checkpoint":42`, `"checkpoint":0`, 1),
-		strings.Replace(string(line), `"key":"`, `"key":"A`, 1),
-		strings.Replace(string(line), `"}`, `","x":""}`, 1),
-		string(line[:len(line)-5]),
-	} {
-		if _, err := decodeCheckpoint([]byte(strings.TrimSuffix(bad, "\n"))); err == nil {
-			t.Errorf("decodeCheckpoint accepted %s", bad)
-		}
 	}
 }
 

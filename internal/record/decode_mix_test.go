@@ -1,4 +1,4 @@
-package chain
+package record
 
 import (
 	"bufio"
@@ -35,7 +35,7 @@ func BenchmarkDecodeChainLines(b *testing.B) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() && len(lines) < 20000 {
-		if !bytes.HasPrefix(sc.Bytes(), checkpointPrefix) {
+		if !bytes.HasPrefix(sc.Bytes(), []byte(`{"checkpoint":`)) {
 			lines = append(lines, bytes.Clone(sc.Bytes()))
 		}
 	}
@@ -45,11 +45,11 @@ func BenchmarkDecodeChainLines(b *testing.B) {
 	}
 	b.SetBytes(int64(size / len(lines)))
 	b.ReportAllocs()
-	ar := new(arena)
+	ar := new(Arena)
 	var e Entry
 	i := 0
 	for b.Loop() {
-		if _, err := decodeEntryIn(lines[i], &e, ar); err != nil {
+		if _, err := DecodeIn(lines[i], &e, ar, false); err != nil {
 			b.Fatal(err)
 		}
 		if i++; i == len(lines) {
@@ -58,13 +58,13 @@ func BenchmarkDecodeChainLines(b *testing.B) {
 	}
 }
 
-// TestArenaStringsStay decodes many entries with one arena, as a scan's
+// TestArenaStringsStay decodes many entries with one Arena, as a scan's
 // worker does, keeping every entry: the strings and slices of each stay
-// those of its line after the arena has moved on through many blocks of
-// string bytes and of capabilities (nothing the arena hands out is
-// written again), and equal those the decoder makes without an arena.
+// those of its line after the Arena has moved on through many blocks of
+// string bytes and of capabilities (nothing the Arena hands out is
+// written again), and equal those the decoder makes without an Arena.
 func TestArenaStringsStay(t *testing.T) {
-	ar := new(arena)
+	ar := new(Arena)
 	var lines [][]byte
 	var kept []Entry
 	for i := range 3000 {
@@ -78,14 +78,14 @@ func TestArenaStringsStay(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got Entry
-		if _, err := decodeEntryIn(line, &got, ar); err != nil {
+		if _, err := DecodeIn(line, &got, ar, false); err != nil {
 			t.Fatalf("entry %d: %v", i, err)
 		}
 		lines, kept = append(lines, line), append(kept, got)
 	}
 	for i, line := range lines {
 		var want Entry
-		if _, err := decodeEntry(line, &want); err != nil {
+		if _, err := Decode(line, &want); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(want, kept[i]); diff != "" {
@@ -94,8 +94,8 @@ func TestArenaStringsStay(t *testing.T) {
 	}
 }
 
-// FuzzDecodeArena decodes a run of lines with one arena, as a scan's
-// worker does, and each line again without one: the arena (its interned
+// FuzzDecodeArena decodes a run of lines with one Arena, as a scan's
+// worker does, and each line again without one: the Arena (its interned
 // strings, its last value of each field, its blocks of string bytes)
 // changes nothing the decoder accepts, refuses or reads.
 func FuzzDecodeArena(f *testing.F) {
@@ -119,35 +119,35 @@ func FuzzDecodeArena(f *testing.F) {
 	})
 }
 
-// checkArenaDecode holds decodeEntryIn with one arena for all lines to
+// checkArenaDecode holds decodeEntryIn with one Arena for all lines to
 // decodeEntry without one.
 func checkArenaDecode(t *testing.T, lines [][]byte) {
 	t.Helper()
-	ar := new(arena)
+	ar := new(Arena)
 	for i, line := range lines {
 		var got, want Entry
-		gf, gerr := decodeEntryIn(line, &got, ar)
-		wf, werr := decodeEntry(line, &want)
+		gf, gerr := DecodeIn(line, &got, ar, false)
+		wf, werr := Decode(line, &want)
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
-			t.Fatalf("line %d %q: with an arena %v, without %v", i, line, gerr, werr)
+			t.Fatalf("line %d %q: with an Arena %v, without %v", i, line, gerr, werr)
 		}
 		if werr != nil {
 			continue
 		}
 		if !reflect.DeepEqual(want, got) { // cmp.Diff only to tell how: it is slow for a fuzz target
-			t.Fatalf("line %d %q: with an arena (-without +with):\n%s", i, line, cmp.Diff(want, got))
+			t.Fatalf("line %d %q: with an Arena (-without +with):\n%s", i, line, cmp.Diff(want, got))
 		}
-		if gf.seq != wf.seq || gf.prev != wf.prev || gf.hash != wf.hash || !bytes.Equal(gf.body, wf.body) {
-			t.Fatalf("line %d: facts %+v with an arena, %+v without", i, gf, wf)
+		if gf.Seq != wf.Seq || gf.Prev != wf.Prev || gf.Hash != wf.Hash || !bytes.Equal(gf.Body, wf.Body) {
+			t.Fatalf("line %d: facts %+v with an Arena, %+v without", i, gf, wf)
 		}
 	}
 	// A light decoder refuses what the full one refuses, with the same
 	// error, and reads the same but for the fields it leaves zero.
-	ar = new(arena)
+	ar = new(Arena)
 	for i, line := range lines {
 		var got, want Entry
-		gf, gerr := decodeEntryAs(line, &got, ar, true)
-		wf, werr := decodeEntry(line, &want)
+		gf, gerr := DecodeIn(line, &got, ar, true)
+		wf, werr := Decode(line, &want)
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
 			t.Fatalf("line %d %q: light %v, full %v", i, line, gerr, werr)
 		}
@@ -157,7 +157,7 @@ func checkArenaDecode(t *testing.T, lines [][]byte) {
 		if lw := lightened([]Entry{want}); !reflect.DeepEqual(lw, []Entry{got}) {
 			t.Fatalf("line %d %q: light (-full, lightened +light):\n%s", i, line, cmp.Diff(lw, []Entry{got}))
 		}
-		if gf.seq != wf.seq || gf.prev != wf.prev || gf.hash != wf.hash || !bytes.Equal(gf.body, wf.body) {
+		if gf.Seq != wf.Seq || gf.Prev != wf.Prev || gf.Hash != wf.Hash || !bytes.Equal(gf.Body, wf.Body) {
 			t.Fatalf("line %d: facts %+v light, %+v full", i, gf, wf)
 		}
 	}
@@ -294,10 +294,25 @@ func TestToolSchemaKeyError(t *testing.T) {
 	at := bytes.Index(good, []byte(`,"tool_schema_hash":`))
 	for _, bad := range []string{`"tool_schema_hasX"`, `"tool_schemX_hash"`, `"tool_schema_hash "`} {
 		line := bytes.Replace(good, []byte(`"tool_schema_hash"`), []byte(bad), 1)
-		_, err := decodeEntry(line, nil)
+		_, err := Decode(line, nil)
 		want := fmt.Sprintf("byte %d: want %q", at, `,"tool_schema_hash":`)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v; want it to say %s", bad, err, want)
 		}
 	}
+}
+
+// lightened returns ents with the fields a light DecodeIn leaves zero
+// set to zero.
+func lightened(ents []Entry) []Entry {
+	if ents == nil {
+		return nil
+	}
+	out := make([]Entry, len(ents))
+	for i, e := range ents {
+		e.Session, e.Time = "", time.Time{}
+		e.ArgsHash, e.Envelope, e.PolicyHash, e.ToolSchemaHash = Digest{}, Digest{}, Digest{}, Digest{}
+		out[i] = e
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package chain
+package record
 
 import (
 	"crypto/sha256"
@@ -30,17 +30,80 @@ const EntryDomain = "aegis.chain.v1\x00"
 // unsigned integers at most MaxSeq, written in decimal without leading
 // zeros, which is how JCS writes those doubles.
 
-// template records where a Log splices the fields only its writer knows
-// (prev and seq) into an entry encoded ahead of time by the caller.
-type template struct {
-	prevAt int // offset where the 64 hex digits of prev go
-	seqAt  int // offset where the decimal seq goes
+// A Template is an entry encoded before its place in a chain is known:
+// its canonical encoding without the digits of prev and the seq number,
+// which [Template.AppendLine] splices in once a writer numbers the entry.
+// [Template.Encode] also hashes the bytes before prev, so that the writer,
+// which numbers entries one at a time, hashes only the rest. The zero
+// Template is ready to use; a Template is not safe for concurrent use.
+type Template struct {
+	buf    []byte // the canonical encoding, less prev and seq
+	prevAt int    // offset where the 64 hex digits of prev go
+	seqAt  int    // offset where the decimal seq goes
+	// pre is SHA-256 of the domain and buf up to prev, ready for the rest
+	// of the line, unless spent: an AppendLine has written the rest.
+	pre   hash.Hash
+	sum   []byte // for pre.Sum
+	spent bool
+}
+
+// Encode makes t the template of e, reusing t's memory. It fails if e could
+// not be recorded (an unknown decision, a string that is not UTF-8, ...).
+func (t *Template) Encode(e *Entry) error {
+	var err error
+	t.buf, err = encodeEntry(t.buf[:0], e, t)
+	if err != nil {
+		t.buf = t.buf[:0]
+		return err
+	}
+	t.hashHead()
+	return nil
+}
+
+// hashHead starts pre over the domain and the bytes before prev.
+func (t *Template) hashHead() {
+	if t.pre == nil {
+		t.pre, t.sum = sha256.New(), make([]byte, 0, sha256.Size)
+	}
+	t.pre.Reset()
+	t.pre.Write(entryDomain)
+	t.pre.Write(t.buf[:t.prevAt])
+	t.spent = false
+}
+
+// Len returns the length of t's encoding, without prev and seq.
+func (t *Template) Len() int { return len(t.buf) }
+
+// MaxLineLen returns the longest stored line t's entry can make: its
+// encoding with the digits of prev, the largest seq and the hash spliced
+// in, newline excluded.
+func (t *Template) MaxLineLen() int { return len(t.buf) + 64 + 20 + hashSuffixLen }
+
+// AppendLine appends the stored line of t's entry numbered seq and linked to
+// prev, newline included, and returns the entry's hash.
+func (t *Template) AppendLine(out []byte, prev Digest, seq uint64) ([]byte, Digest) {
+	if t.spent || t.pre == nil {
+		t.hashHead()
+	}
+	start := len(out)
+	b := t.buf
+	out = append(out, b[:t.prevAt]...)
+	out = appendHex32(out, &prev)
+	out = append(out, b[t.prevAt:t.seqAt]...)
+	out = strconv.AppendUint(out, seq, 10)
+	out = append(out, b[t.seqAt:len(b)-1]...)
+	var d Digest
+	t.pre.Write(out[start+t.prevAt:])
+	t.pre.Write(closeBrace)
+	copy(d[:], t.pre.Sum(t.sum[:0]))
+	t.spent = true
+	return appendLineSuffix(out, d), d
 }
 
 // appendCanonical appends the canonical encoding of e to dst. e must have
 // passed check. With t non-nil it leaves out the prev digits and the seq
 // number and records where they go.
-func appendCanonical(dst []byte, e *Entry, t *template) []byte {
+func appendCanonical(dst []byte, e *Entry, t *Template) []byte {
 	w := encoder{b: dst}
 	w.entry(e, t)
 	return w.b
@@ -49,7 +112,7 @@ func appendCanonical(dst []byte, e *Entry, t *template) []byte {
 // encodeEntry is check and appendCanonical in one pass over e's strings: it
 // appends the canonical encoding of e to dst, or returns dst and the error
 // check finds when e is not recordable.
-func encodeEntry(dst []byte, e *Entry, t *template) ([]byte, error) {
+func encodeEntry(dst []byte, e *Entry, t *Template) ([]byte, error) {
 	w := encoder{b: dst}
 	w.entry(e, t)
 	if !w.bad {
@@ -70,7 +133,7 @@ type encoder struct {
 	bad bool
 }
 
-func (w *encoder) entry(e *Entry, t *template) {
+func (w *encoder) entry(e *Entry, t *Template) {
 	switch e.Decision {
 	case Allow, Deny, Ask:
 	default:
@@ -336,14 +399,15 @@ const digitPairs = "00010203040506070809" +
 	"80818283848586878889" +
 	"90919293949596979899"
 
-// hasher computes entry hashes without allocating. It is not safe for
+// A Hasher computes entry hashes without allocating. It is not safe for
 // concurrent use.
-type hasher struct {
+type Hasher struct {
 	h   hash.Hash
 	sum []byte
 }
 
-func newHasher() *hasher { return &hasher{h: sha256.New(), sum: make([]byte, 0, sha256.Size)} }
+// NewHasher returns a Hasher.
+func NewHasher() *Hasher { return &Hasher{h: sha256.New(), sum: make([]byte, 0, sha256.Size)} }
 
 var (
 	entryDomain = []byte(EntryDomain)
@@ -351,7 +415,7 @@ var (
 )
 
 // canonical returns SHA-256(EntryDomain || canon).
-func (hs *hasher) canonical(canon []byte) (d Digest) {
+func (hs *Hasher) canonical(canon []byte) (d Digest) {
 	hs.h.Reset()
 	hs.h.Write(entryDomain)
 	hs.h.Write(canon)
@@ -359,10 +423,10 @@ func (hs *hasher) canonical(canon []byte) (d Digest) {
 	return d
 }
 
-// lineBody returns the entry hash of a stored line given its body: the
-// line without its trailing `,"hash":"…"}`. The canonical encoding is the
+// Body returns the entry hash of a stored line given its body: the line
+// without its trailing `,"hash":"…"}` ([Facts].Body). The canonical encoding is the
 // body followed by '}'.
-func (hs *hasher) lineBody(body []byte) (d Digest) {
+func (hs *Hasher) Body(body []byte) (d Digest) {
 	hs.h.Reset()
 	hs.h.Write(entryDomain)
 	hs.h.Write(body)
@@ -389,10 +453,10 @@ func appendLineSuffix(dst []byte, h Digest) []byte {
 func (e *Entry) Canonical() ([]byte, error) {
 	c, err := encodeEntry(nil, e, nil)
 	if err != nil {
-		return nil, fmt.Errorf("chain: encoding entry: %w", err)
+		return nil, fmt.Errorf("record: encoding entry: %w", err)
 	}
 	if e.Seq > MaxSeq {
-		return nil, fmt.Errorf("chain: encoding entry: seq %d above %d", e.Seq, uint64(MaxSeq))
+		return nil, fmt.Errorf("record: encoding entry: seq %d above %d", e.Seq, uint64(MaxSeq))
 	}
 	return c, nil
 }
@@ -404,7 +468,7 @@ func (e *Entry) ComputeHash() (Digest, error) {
 	if err != nil {
 		return Digest{}, err
 	}
-	return newHasher().canonical(c), nil
+	return NewHasher().canonical(c), nil
 }
 
 // MarshalJSON returns e in its stored form (one line of a segment, without

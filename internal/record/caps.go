@@ -1,0 +1,57 @@
+package record
+
+import (
+	"fmt"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+// This file is the one conversion between a recorded capability and a
+// capability.Capability, both ways: what the gateway records and what
+// recheck decides on again must not drift apart.
+
+// CapsOf converts capabilities to their recorded form.
+func CapsOf(caps []capability.Capability) []Cap {
+	out := make([]Cap, len(caps))
+	for i, c := range caps {
+		out[i] = Cap{
+			Kind: c.Kind.String(), Path: c.Path,
+			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
+			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
+			IDKind: c.IDKind, ID: c.ID,
+		}
+	}
+	return out
+}
+
+// AppendCapabilities converts recorded capabilities back to capability
+// values, appended to dst, recomputing what the record does not store (a
+// host's address and classes) the way derivation computed it. It fails on
+// an unknown kind or a host that is not canonical. It allocates nothing
+// when dst has room.
+func AppendCapabilities(dst []capability.Capability, cs []Cap) ([]capability.Capability, error) {
+	for i := range cs {
+		c := &cs[i]
+		k, err := capability.ParseKind(c.Kind)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, capability.Capability{
+			Kind: k, Path: c.Path,
+			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
+			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
+			IDKind: c.IDKind, ID: c.ID,
+		})
+		if k == capability.NetConnect {
+			host, addr, classes, err := capability.CanonHostClasses(c.Host)
+			if err != nil || host != c.Host {
+				return nil, fmt.Errorf("recorded host %q is not canonical", c.Host)
+			}
+			if addr.IsValid() {
+				classes = capability.ClassOf(addr)
+			}
+			dst[len(dst)-1].Addr, dst[len(dst)-1].Classes = addr, classes
+		}
+	}
+	return dst, nil
+}
