@@ -71,7 +71,8 @@ func table(bs ...*Binding) Table {
 }
 
 // filesystemBuiltin models @modelcontextprotocol/server-filesystem
-// (2026.8.31): every tool it lists. The server expands "~" with its own
+// (2026.8.31): every tool it lists, with every capability its effect has
+// (an edit reads and writes; a move reads what it carries). The server expands "~" with its own
 // HOME, resolves a relative path against its allowed directories (aegis does
 // not know them, so a relative path fails closed), follows symbolic links for
 // reads and writes, and matches missing components NFC-equivalently.
@@ -95,14 +96,18 @@ func filesystemBuiltin() *Builtin {
 			&Binding{Tool: "read_multiple_files", Tier: dr, Args: []Arg{r("/paths/*")}},
 			&Binding{Tool: "write_file", Tier: mu, Args: []Arg{w("/path")}},
 			// edit_file writes even with dryRun: aegis does not trust a flag
-			// the model sets to make a write harmless.
-			&Binding{Tool: "edit_file", Tier: mu, Args: []Arg{w("/path")}},
+			// the model sets to make a write harmless. It reads too: its
+			// answer is a diff holding the file's lines around each edit
+			// (all a dry run is for), so a grant to write is not enough.
+			&Binding{Tool: "edit_file", Tier: mu, Args: []Arg{r("/path"), w("/path")}},
 			&Binding{Tool: "create_directory", Tier: mu, Args: []Arg{w("/path")}},
 			&Binding{Tool: "list_directory", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "list_directory_with_sizes", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "directory_tree", Tier: dr, Args: []Arg{r("/path")}},
-			// A move deletes the source and writes the destination.
-			&Binding{Tool: "move_file", Tier: mu, Args: []Arg{w("/source"), w("/destination")}},
+			// A move deletes the source and writes the destination; and it
+			// reads the source, whose content it carries to the destination,
+			// where another grant may let the model read it.
+			&Binding{Tool: "move_file", Tier: mu, Args: []Arg{r("/source"), w("/source"), w("/destination")}},
 			&Binding{Tool: "search_files", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "get_file_info", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "list_allowed_directories", Tier: ro},
