@@ -16,6 +16,8 @@
 //   - ask_model {question}: asks the client's model (sampling) and returns
 //     its answer.
 //   - confirm {action}: asks the user (elicitation) and says what they chose.
+//   - read_default {path}, with Options.DefaultPath only: read_file whose
+//     path has a schema default, which it reads when the call leaves it out.
 //
 // It also has one resource (demo://readme) and one prompt (greet), so that
 // everything an MCP client and server exchange has something to exercise.
@@ -23,6 +25,7 @@ package demoserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +52,11 @@ type Options struct {
 	// testing tool pinning: the tool a person approved is not the one the
 	// server now offers.
 	Updated bool
+	// DefaultPath, if set, adds a tool read_default {path}, whose schema
+	// declares DefaultPath as path's default and which reads it when the
+	// call leaves path out, as servers built on schema defaults do: for
+	// showing and testing that aegis decides on the default.
+	DefaultPath string
 }
 
 // maxFileBytes caps what read_file returns.
@@ -95,6 +103,30 @@ func New(o *Options) (*mcp.Server, error) {
 			})
 	} else {
 		mcp.AddTool(s, &mcp.Tool{Name: "read_file", Description: "Reads a text file under the demo root."}, d.readFile)
+	}
+	if opts.DefaultPath != "" {
+		s.AddTool(&mcp.Tool{
+			Name:        "read_default",
+			Description: "Reads a file under the demo root; path defaults to the server's own choice.",
+			InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+				"path": map[string]any{"type": "string", "default": opts.DefaultPath},
+			}},
+		}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			in := readFileIn{Path: opts.DefaultPath}
+			if len(req.Params.Arguments) > 0 {
+				var a struct {
+					Path *string `json:"path"`
+				}
+				if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+					return nil, err
+				}
+				if a.Path != nil {
+					in.Path = *a.Path
+				}
+			}
+			res, _, err := d.readFile(ctx, req, in)
+			return res, err
+		})
 	}
 	s.AddTool(&mcp.Tool{
 		Name:        "echo_args",

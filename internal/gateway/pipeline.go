@@ -10,6 +10,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/schema"
 	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
@@ -85,8 +86,13 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	// them), and what is checked is what is forwarded.
 	fwd, err := e.shape(c, s, r.t, sc, c.Arguments)
 	doc = sc.w.Doc
+	var sch *schema.Schema
 	if err == nil {
-		fwd, err = e.closedSchema(c, s, r.t, doc, fwd)
+		fwd, sch, err = e.closedSchema(c, s, r.t, doc, fwd)
+	}
+	if err == nil {
+		fwd, err = e.defaults(r.b, sch, sc, fwd)
+		doc = sc.w.Doc
 	}
 	var origin capability.Origin
 	var taint bool

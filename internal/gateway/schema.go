@@ -51,33 +51,34 @@ func (c *schemaCache) get(k schemaKey, inputSchema []byte, o *schema.Options) (*
 
 // closedSchema checks the arguments in doc against the tool's pinned input
 // schema, closed (R11). It returns the arguments with their clamps applied,
-// re-decoded into doc, or cur when nothing was clamped.
-func (e *Engine) closedSchema(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, error) {
+// re-decoded into doc, or cur when nothing was clamped; and the compiled
+// schema, nil when the call has none.
+func (e *Engine) closedSchema(c *Call, s *Server, t *Tool, doc *args.Doc, cur []byte) ([]byte, *schema.Schema, error) {
 	if s.SchemaOff || c.Schema == nil {
-		return cur, nil
+		return cur, nil, nil
 	}
 	opts := &e.schemaOpts
 	if t != nil {
 		if err := t.compiled(); err != nil {
-			return nil, refusal(RuleShape, "%v", err)
+			return nil, nil, refusal(RuleShape, "%v", err)
 		}
 		opts = t.schemaOpts
 	}
 	sch, err := e.compiledSchema(c, t, opts)
 	if err != nil {
-		return nil, refusal(RuleSchema, "the tool's input schema cannot be checked, so no call to it is allowed: %v", err)
+		return nil, nil, refusal(RuleSchema, "the tool's input schema cannot be checked, so no call to it is allowed: %v", err)
 	}
 	out, _, err := sch.CheckValue(doc.Root())
 	if err != nil {
-		return nil, refusal(RuleSchema, "arguments do not fit the tool's closed input schema: %v", err)
+		return nil, nil, refusal(RuleSchema, "arguments do not fit the tool's closed input schema: %v", err)
 	}
 	if out == nil {
-		return cur, nil
+		return cur, sch, nil
 	}
 	if err := doc.Decode(out, &e.limits); err != nil {
-		return nil, refusal(RuleSchema, "the clamped arguments: %v", err)
+		return nil, nil, refusal(RuleSchema, "the clamped arguments: %v", err)
 	}
-	return out, nil
+	return out, sch, nil
 }
 
 // schemaMemo is the compiled schema a tool's last call used, and for which

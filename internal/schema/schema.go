@@ -26,6 +26,10 @@ type Schema struct {
 	// declares: the fast walk then clamps each as it meets it (see [walker]).
 	clampInWalk bool
 	clampProps  uint64 // with clampInWalk: bit p when a clamp is on props[p] of the fast root
+
+	// defaults remembers Default's answers (a pointer: a Schema may be
+	// copied).
+	defaults *defaultCache
 }
 
 // Options configures [Compile]. The zero value (or nil) closes every object, clamps
@@ -166,7 +170,7 @@ func compile(inputSchema []byte, o *Options) (*Schema, error) {
 	if err := checkCost(sch, depth); err != nil {
 		return nil, err
 	}
-	s := &Schema{sch: sch, unclosed: unclosed, limits: o.Limits}
+	s := &Schema{sch: sch, unclosed: unclosed, limits: o.Limits, defaults: new(defaultCache)}
 	s.fast, s.slowWhy = compileFast(sch)
 	if s.clamps, err = compileClamps(sch, o.Clamp); err != nil {
 		return nil, err
