@@ -1,6 +1,7 @@
 package dlp
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -96,6 +97,14 @@ func (w *walker) value(v args.Value) {
 				if len(raw)-2 >= minFinding {
 					if s := val.Str(); len(s) >= minFinding {
 						w.locate(s, false)
+						if binaryField(key) {
+							// MCP's binary fields (a resource's blob, an
+							// image's or audio's data) are base64: what they
+							// hold is scanned as well as what they say.
+							if dec, ok := decodeBase64(s); ok && len(dec) >= minFinding {
+								w.locate(dec, false)
+							}
+						}
 					}
 				}
 			case raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9':
@@ -198,6 +207,19 @@ func appendRedacted(dst []byte, v args.Value, redact func(Kind) bool) ([]byte, e
 				dst = append(dst, ',')
 			}
 			dst = append(appendJSONString(dst, key), ':')
+			if binaryField(key) && val.Kind() == args.String {
+				if dec, ok := decodeBase64(val.Str()); ok {
+					// Redacted inside, and written back as base64: the
+					// field stays what the client expects, without the
+					// secret.
+					s := val.Str()
+					if r := redacted(dec, redact); r != dec {
+						s = base64.StdEncoding.EncodeToString([]byte(r))
+					}
+					dst = appendJSONString(dst, redacted(s, redact))
+					continue
+				}
+			}
 			if dst, err = appendRedacted(dst, val, redact); err != nil {
 				return dst, err
 			}
@@ -284,4 +306,30 @@ func RedactJSON(data []byte, lim *args.Limits, redact func(Kind) bool) ([]byte, 
 		return nil, found, err
 	}
 	return out, found, nil
+}
+
+// binaryField reports whether a member named key holds base64 in the
+// protocol: a resource's blob, an image's or audio's data.
+func binaryField(key string) bool { return key == "blob" || key == "data" }
+
+// decodeBase64 decodes s if it is standard base64 (padded or not, with or
+// without line breaks, which encoding/base64 skips); ok is false for
+// anything else, which is then only text.
+func decodeBase64(s string) (string, bool) {
+	if len(s) < 4 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=' || c == '\r' || c == '\n') {
+			return "", false
+		}
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(s); err != nil {
+			return "", false
+		}
+	}
+	return string(b), true
 }
