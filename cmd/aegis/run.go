@@ -175,7 +175,16 @@ func (g relayGate) Tools(ctx context.Context, tools []json.RawMessage) ([]json.R
 }
 
 func (g relayGate) Result(ctx context.Context, c *proxy.Call, result json.RawMessage) (json.RawMessage, error) {
-	out, err := g.s.Result(ctx, c.Tool, result)
+	return withheld(g.s.Result(ctx, c.Tool, result))
+}
+
+func (g relayGate) Error(ctx context.Context, c *proxy.Call, errObj json.RawMessage) (json.RawMessage, error) {
+	return withheld(g.s.Error(ctx, c.Tool, errObj))
+}
+
+// withheld gives a refusal of the session's result side the relay's type,
+// whose reason the model reads.
+func withheld(out []byte, err error) (json.RawMessage, error) {
 	var r *gateway.Refusal
 	if errors.As(err, &r) {
 		return nil, &proxy.Withheld{Reason: r.Error()}

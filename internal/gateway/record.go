@@ -79,7 +79,7 @@ func (r *recorder) call(ctx context.Context, c *Call, m *callMem) (Verdict, erro
 // the findings by kind and location, never by value. c names the call the
 // result answers (its session, principal, server and tool); the entry has
 // no capabilities and no arguments hash.
-func (r *recorder) result(ctx context.Context, c *Call, found []dlp.Located, withheld bool) error {
+func (r *recorder) result(ctx context.Context, c *Call, found []dlp.Located, withheld, isErr bool) error {
 	if len(found) == 0 {
 		return nil
 	}
@@ -95,7 +95,11 @@ func (r *recorder) result(ctx context.Context, c *Call, found []dlp.Located, wit
 	e.Caps = []record.Cap{}
 	e.Decision = decision.String()
 	e.Rules = []string{RuleDLP}
-	e.Reason = "the result was " + what + ": " + findingsNote(found)
+	of := "the result"
+	if isErr {
+		of = "the JSON-RPC error the server answered with"
+	}
+	e.Reason = of + " was " + what + ": " + findingsNote(found)
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
 		return fmt.Errorf("recording the result's findings: %w", err)
 	}

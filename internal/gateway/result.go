@@ -13,6 +13,9 @@ type ResultEvent struct {
 	Server  string
 	Tool    string
 	Result  []byte // the result object as the server sent it
+	// Error says Result is the JSON-RPC error object the server answered
+	// with instead: scanned and tainting alike, but naming no ids.
+	Error bool
 }
 
 // emptyObject is what a pooled document holds between uses.
@@ -53,7 +56,7 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 		return nil, nil, fmt.Errorf("result: %w", err)
 	}
 	root := doc.Root()
-	if t != nil && len(t.IDs) > 0 {
+	if t != nil && len(t.IDs) > 0 && !r.Error {
 		// An error result names no object the server holds.
 		if isErr, ok := root.Lookup("isError"); !ok || isErr.Raw() != "true" {
 			var ids []string

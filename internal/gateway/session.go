@@ -224,14 +224,26 @@ func (s *Session) run(ctx context.Context, c *Call, m *callMem, record bool) (Ve
 // the server's own bytes. A [*Refusal] error withholds the result with a
 // reason the model may read; any other error withholds it with none.
 func (s *Session) Result(ctx context.Context, tool string, result []byte) ([]byte, error) {
-	out, found, err := s.eng.Result(&ResultEvent{Session: s.cfg.ID, Server: s.cfg.Server, Tool: tool, Result: result})
+	return s.result(ctx, tool, result, false)
+}
+
+// Error is [Session.Result] for the JSON-RPC error object a server answered
+// a call with: its message and data are text the model reads, so they pass
+// DLP, and an untrusted tool's error taints the session as its result
+// would (R33). It harvests no ids.
+func (s *Session) Error(ctx context.Context, tool string, errObj []byte) ([]byte, error) {
+	return s.result(ctx, tool, errObj, true)
+}
+
+func (s *Session) result(ctx context.Context, tool string, result []byte, isErr bool) ([]byte, error) {
+	out, found, err := s.eng.Result(&ResultEvent{Session: s.cfg.ID, Server: s.cfg.Server, Tool: tool, Result: result, Error: isErr})
 	var refusal *Refusal
 	withheld := errors.As(err, &refusal)
 	// Findings enter the chain, by kind and location; a result whose
 	// findings cannot be recorded is withheld.
 	if s.rec.Log != nil {
 		c := s.call(tool, nil)
-		if rerr := s.rec.result(ctx, c, found, withheld); rerr != nil {
+		if rerr := s.rec.result(ctx, c, found, withheld, isErr); rerr != nil {
 			s.logger.Error("recording a result", "tool", tool, "err", rerr)
 			return nil, &Refusal{Rule: RuleDLP, Err: errors.New("its findings could not be recorded")}
 		}

@@ -81,6 +81,21 @@ type ResultChecker interface {
 	Result(ctx context.Context, c *Call, result json.RawMessage) (json.RawMessage, error)
 }
 
+// ErrorChecker is implemented by a [Gate] that looks into the JSON-RPC
+// errors a server answers a tools/call it let through with, as a
+// [ResultChecker] looks into results: an error's message and data are
+// text the model reads, and may hold what a result may not.
+//
+// Error is called with the error object as the server sent it, on the
+// goroutine that relays the server's messages. A nil return relays the
+// message byte for byte; a non-nil one (a JSON object with code and
+// message) replaces the error object. An error withholds it: the client
+// receives a JSON-RPC error under the request's id saying so, with the
+// [*Withheld] reason when there is one.
+type ErrorChecker interface {
+	Error(ctx context.Context, c *Call, errObj json.RawMessage) (json.RawMessage, error)
+}
+
 // Withheld is a ResultChecker's error that says why a result was withheld,
 // in words fit for the client and the model: it MUST name the rule, never
 // a secret.

@@ -17,6 +17,7 @@ type relay struct {
 	gate     Gate
 	tools    ToolsChecker  // nil if the gate does not check tool lists
 	results  ResultChecker // nil if the gate does not check results
+	errs     ErrorChecker  // nil if the gate does not check error answers
 	log      *slog.Logger
 	maxMsg   int
 	maxDepth int
@@ -103,6 +104,7 @@ func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o option
 	}
 	r.tools, _ = gate.(ToolsChecker)
 	r.results, _ = gate.(ResultChecker)
+	r.errs, _ = gate.(ErrorChecker)
 	return r
 }
 

@@ -169,6 +169,9 @@ func sameTools(a, b []json.RawMessage) bool {
 }
 
 func (r *relay) checkResult(msg []byte, m message, req *request) []byte {
+	if m.error.ok() && r.errs != nil {
+		return r.checkError(msg, m, req)
+	}
 	if r.results == nil || !m.result.ok() {
 		return msg
 	}
@@ -188,6 +191,30 @@ func (r *relay) checkResult(msg []byte, m message, req *request) []byte {
 		return msg
 	default:
 		return splice(msg, m.result, out)
+	}
+}
+
+// checkError passes the JSON-RPC error a server answered a call with
+// through the gate's ErrorChecker: relayed as it is, replaced, or withheld
+// (a JSON-RPC error of aegis's own under the same id).
+func (r *relay) checkError(msg []byte, m message, req *request) []byte {
+	out, err := r.errs.Error(r.ctx, req.call, bytes.Clone(m.error.of(msg)))
+	if err == nil && out != nil {
+		out, err = object(out, r.maxDepth)
+	}
+	switch {
+	case err != nil:
+		r.log.Warn("proxy: withheld a tools/call error", "tool", req.call.Tool, "err", err)
+		reason := reasonResultWithheld
+		var w *Withheld
+		if errors.As(err, &w) && w.Reason != "" {
+			reason = "aegis withheld this tool's error: " + w.Reason
+		}
+		return errorResponse(req.id, codeInternalError, reason)
+	case out == nil:
+		return msg
+	default:
+		return splice(msg, m.error, out)
 	}
 }
 
