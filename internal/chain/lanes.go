@@ -8,17 +8,8 @@ import (
 	"sort"
 )
 
-// Lanes. A chain has one writer, but one server is often wrapped by several
-// aegis processes at once: two agent sessions, two clients, a client that
-// starts its servers twice. So each writer records in the first lane of
-// the server's chain that no other writer holds ([OpenLane]): root/SERVER,
-// then root/SERVER@2, root/SERVER@3, and so on up to [MaxLanes]. Each lane
-// is a chain of its own, numbered and linked on its own; all of a server's
-// lanes are signed with one key, kept in its first lane (a copy of
-// chain.pub sits beside every lane, [Options.KeyDir]). Readers read every
-// lane of a server ([Lanes]) and name an entry of lane 2 and beyond
-// SEQ@LANE ([Lane.EntryName]). Server names cannot hold '@'
-// ([CheckServerName]), so no lane is another server's.
+// The lanes of a server's chain: the package doc's "Lanes" section, and
+// docs/design/lanes.md for the why.
 
 // Lanes lists the lanes of server's chain under root, in order. A
 // directory, or a link to one, whose name [ParseLaneName] reads as a lane
