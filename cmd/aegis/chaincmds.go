@@ -47,7 +47,7 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	keyPath := *keyFlag
 	if keyPath == "" {
 		// The first lane's: every lane of a server is signed by its key.
-		keyPath = filepath.Join(lanes[0].dir, chain.PublicKeyFile)
+		keyPath = filepath.Join(lanes[0].Dir, chain.PublicKeyFile)
 	}
 	pub, err := loadKey(keyPath)
 	if err != nil {
@@ -69,14 +69,14 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if ln.n > 1 && !hasSegments(ln.dir) {
+		if ln.N > 1 && !ln.Written() {
 			// A lane whose writer's Open failed after making its
 			// directory. (One that opened and recorded nothing holds an
 			// empty segment, and verifies as 0 entries.)
-			fmt.Fprintf(stdout, "chain %s\nno entries: this lane was never written\n", ln.dir)
+			fmt.Fprintf(stdout, "chain %s\nno entries: this lane was never written\n", ln.Dir)
 			continue
 		}
-		st, err := verifyLane(ln.dir, pub, opts, stdout)
+		st, err := verifyLane(ln.Dir, pub, opts, stdout)
 		if err != nil {
 			return err
 		}
@@ -157,15 +157,15 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			if le.lane.n > 1 {
+			if le.lane.N > 1 {
 				// The entry as stored, and the lane that tells its
 				// seq from lane 1's.
-				b = fmt.Appendf(b[:len(b)-1], `,"lane":%d}`, le.lane.n)
+				b = fmt.Appendf(b[:len(b)-1], `,"lane":%d}`, le.lane.N)
 			}
 			fmt.Fprintf(stdout, "%s\n", b)
 			continue
 		}
-		fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.seq(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
+		fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
 		if e.Mode == record.Shadow {
 			fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
 		}
@@ -180,8 +180,8 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 
 // lastEntries returns the last n entries of a lane (all of them when n is
 // 0), as chain.LastEntries reads them.
-func lastEntries(ln lane, n int) ([]laneEntry, error) {
-	ents, err := chain.LastEntries(ln.dir, n)
+func lastEntries(ln chain.Lane, n int) ([]laneEntry, error) {
+	ents, err := chain.LastEntries(ln.Dir, n)
 	out := make([]laneEntry, len(ents))
 	for i, e := range ents {
 		out[i] = laneEntry{ln, e}
@@ -191,7 +191,7 @@ func lastEntries(ln lane, n int) ([]laneEntry, error) {
 
 // A laneEntry is an entry and the lane it is in.
 type laneEntry struct {
-	lane lane
+	lane chain.Lane
 	e    *record.Entry
 }
 
@@ -208,7 +208,7 @@ func cmdKey(argv []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// Every lane of a server is signed by the first lane's key.
-	pub, err := loadKey(filepath.Join(lanes[0].dir, chain.PublicKeyFile))
+	pub, err := loadKey(filepath.Join(lanes[0].Dir, chain.PublicKeyFile))
 	if err != nil {
 		return err
 	}

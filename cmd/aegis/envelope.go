@@ -23,7 +23,7 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 1 {
 		return usageError(stderr, "usage: aegis envelope [--server NAME] SEQ[@LANE]")
 	}
-	seq, n, ok := parseEntryName(fs.Arg(0))
+	seq, n, ok := chain.ParseEntryName(fs.Arg(0))
 	if !ok {
 		return usageError(stderr, "envelope: %q is not a chain entry: want SEQ, or SEQ@LANE for a lane after the first (see aegis log)", fs.Arg(0))
 	}
@@ -31,17 +31,17 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var ln lane
+	var ln chain.Lane
 	for _, l := range lanes {
-		if l.n == n {
+		if l.N == n {
 			ln = l
 		}
 	}
-	if ln.dir == "" {
+	if ln.Dir == "" {
 		return fmt.Errorf("no entry %s: server %q's chain has no lane %d", fs.Arg(0), name, n)
 	}
 	var ent *record.Entry
-	err = chain.ScanFrom(ln.dir, seq, func(e *record.Entry) error {
+	err = chain.ScanFrom(ln.Dir, seq, func(e *record.Entry) error {
 		if e.Seq == seq {
 			c := *e
 			ent = &c
@@ -53,10 +53,10 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if ent == nil {
-		return fmt.Errorf("no entry %s in %s", ln.seq(seq), ln.dir)
+		return fmt.Errorf("no entry %s in %s", ln.EntryName(seq), ln.Dir)
 	}
 	if ent.Envelope.IsZero() {
-		return fmt.Errorf("entry %s has no envelope (envelopes were off when it was recorded)", ln.seq(seq))
+		return fmt.Errorf("entry %s has no envelope (envelopes were off when it was recorded)", ln.EntryName(seq))
 	}
 	state, err := stateDir()
 	if err != nil {
@@ -66,7 +66,7 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	envDir := filepath.Join(state, "envelopes", name)
 	rec, err := envelope.Find(envDir, envelope.Digest(ent.Envelope))
 	if errors.Is(err, envelope.ErrNotFound) {
-		return fmt.Errorf("entry %s: envelope %s is not in %s (deleted by retention, or lost)", ln.seq(seq), ent.Envelope, envDir)
+		return fmt.Errorf("entry %s: envelope %s is not in %s (deleted by retention, or lost)", ln.EntryName(seq), ent.Envelope, envDir)
 	}
 	if err != nil {
 		return err
@@ -75,6 +75,6 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "entry %s %s %s/%s: envelope %s\n%s\n", ln.seq(seq), ent.Decision, ent.Server, ent.Tool, ent.Envelope, b)
+	fmt.Fprintf(stdout, "entry %s %s %s/%s: envelope %s\n%s\n", ln.EntryName(seq), ent.Decision, ent.Server, ent.Tool, ent.Envelope, b)
 	return nil
 }

@@ -50,9 +50,9 @@ func openLanes(t *testing.T, root string, per ...int) {
 	t.Helper()
 	logs := make([]*chain.Log, len(per))
 	for i := range per {
-		l, ln, err := openLane(root, "fs", chain.Options{})
-		if err != nil || ln.n != i+1 {
-			t.Fatalf("openLane %d = lane %d, %v", i+1, ln.n, err)
+		l, ln, err := chain.OpenLane(root, "fs", nil)
+		if err != nil || ln.N != i+1 {
+			t.Fatalf("OpenLane %d = lane %d, %v", i+1, ln.N, err)
 		}
 		logs[i] = l
 	}
@@ -133,9 +133,9 @@ func TestVerifyLaneStatuses(t *testing.T) {
 			for i, st := range tc.lanes {
 				switch st {
 				case cut:
-					truncateLane(t, laneDir(root, "fs", i+1))
+					truncateLane(t, chain.LaneDir(root, "fs", i+1))
 				case bad:
-					tamperLane(t, laneDir(root, "fs", i+1))
+					tamperLane(t, chain.LaneDir(root, "fs", i+1))
 				}
 			}
 			var out, errb bytes.Buffer
@@ -157,8 +157,8 @@ func TestLogLanesMerged(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("AEGIS_HOME", state)
 	root := filepath.Join(state, "chain")
-	l1, _, _ := openLane(root, "fs", chain.Options{})
-	l2, _, err := openLane(root, "fs", chain.Options{})
+	l1, _, _ := chain.OpenLane(root, "fs", nil)
+	l2, _, err := chain.OpenLane(root, "fs", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestLogLanesMerged(t *testing.T) {
 	}
 }
 
-// TestLaneThroughSymlink: a server's chain directory that is a symlink to
+// TestLaneThroughSymlink (chain.TestLanesThroughSymlink lists the lanes): a server's chain directory that is a symlink to
 // one elsewhere (a chain moved to another disk) is where aegis run
 // records, so it is a lane the commands that read chains read, the first
 // lane as much as a later one. Before, the readers listed only real
@@ -211,7 +211,7 @@ func TestLaneThroughSymlink(t *testing.T) {
 			os.MkdirAll(root, 0o700)
 			elsewhere := filepath.Join(t.TempDir(), "moved")
 			os.MkdirAll(elsewhere, 0o700)
-			if err := os.Symlink(elsewhere, laneDir(root, "fs", linked)); err != nil {
+			if err := os.Symlink(elsewhere, chain.LaneDir(root, "fs", linked)); err != nil {
 				t.Fatal(err)
 			}
 			openLanes(t, root, 2, 3)
@@ -240,85 +240,5 @@ func TestLaneThroughSymlink(t *testing.T) {
 				t.Errorf("verify with the linked lane altered = %d, want 1:\n%s", got, out.String())
 			}
 		})
-	}
-}
-
-// TestLaneOneKeyLost: lane 1 holds the key every lane is signed with. With
-// lane 1 gone (or its key), while lane 2 holds a chain signed by that key,
-// aegis run MUST NOT start a new key in lane 1: it would sign lane 1 with
-// a key lane 2's chain.pub is not the half of, so that verify called the
-// lane 2 chain TAMPERED and the next aegis to need lane 2 failed to open
-// it. It refuses, as Open refuses a chain without its key.
-func TestLaneOneKeyLost(t *testing.T) {
-	for _, lost := range []string{"lane 1", "chain.key"} {
-		t.Run(lost, func(t *testing.T) {
-			state := t.TempDir()
-			t.Setenv("AEGIS_HOME", state)
-			root := filepath.Join(state, "chain")
-			openLanes(t, root, 2, 2)
-			if lost == "lane 1" {
-				os.RemoveAll(laneDir(root, "fs", 1))
-			} else {
-				os.Remove(filepath.Join(laneDir(root, "fs", 1), chain.PrivateKeyFile))
-			}
-			l, ln, err := openLane(root, "fs", chain.Options{})
-			if err == nil {
-				defer l.Close()
-				t.Fatalf("openLane made lane %d a new key with lane 2's chain signed by the lost one", ln.n)
-			}
-			if lost == "lane 1" && !strings.Contains(err.Error(), "fs@2") {
-				t.Errorf("openLane = %v, want it to name the lane that holds a chain", err)
-			}
-			if _, err := os.Stat(filepath.Join(laneDir(root, "fs", 1), chain.PrivateKeyFile)); err == nil {
-				t.Error("a new key was made in lane 1")
-			}
-		})
-	}
-}
-
-// TestLaneKeyLostBeforeAnyChain: a later lane's directory with no chain in
-// it (an open that failed before its first segment) does not keep lane 1
-// from making the key.
-func TestLaneKeyLostBeforeAnyChain(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "chain")
-	os.MkdirAll(laneDir(root, "fs", 2), 0o700)
-	l, ln, err := openLane(root, "fs", chain.Options{})
-	if err != nil || ln.n != 1 {
-		t.Fatalf("openLane = lane %d, %v", ln.n, err)
-	}
-	l.Close()
-}
-
-// TestOpenLaneAtOnceExisting opens lanes all at once on a state that
-// already holds lanes (with chains, and one still held): each takes a lane
-// of its own that no other holds, all sign with the key the chains were
-// made with, and every lane verifies afterwards.
-func TestOpenLaneAtOnceExisting(t *testing.T) {
-	state := t.TempDir()
-	t.Setenv("AEGIS_HOME", state)
-	root := filepath.Join(state, "chain")
-	openLanes(t, root, 2, 2, 2)
-	held, ln, err := openLane(root, "fs", chain.Options{})
-	if err != nil || ln.n != 1 {
-		t.Fatalf("openLane = lane %d, %v", ln.n, err)
-	}
-	key := held.PublicKey()
-	const n = 12
-	logs, lanes := openLanesAtOnce(t, root, n)
-	taken := map[int]bool{1: true}
-	for i := range n {
-		if taken[lanes[i].n] {
-			t.Fatalf("lane %d taken twice", lanes[i].n)
-		}
-		taken[lanes[i].n] = true
-		if !bytes.Equal(logs[i].PublicKey(), key) {
-			t.Fatalf("lane %d signs with another key", lanes[i].n)
-		}
-		appendN(t, logs[i], 1, time.Now())
-	}
-	appendN(t, held, 1, time.Now())
-	var out bytes.Buffer
-	if got := run([]string{"verify"}, nil, &out, os.Stderr); got != 0 || strings.Count(out.String(), "\nOK\n") != n+1 {
-		t.Errorf("verify = %d:\n%s", got, out.String())
 	}
 }

@@ -20,7 +20,7 @@ import (
 func TestEnvelopeBrokenSegment(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("AEGIS_HOME", state)
-	l, ln, err := openLane(filepath.Join(state, "chain"), "fs", chain.Options{SegmentSize: 4 << 10, MaxBatch: 2})
+	l, ln, err := chain.OpenLane(filepath.Join(state, "chain"), "fs", &chain.Options{SegmentSize: 4 << 10, MaxBatch: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +30,13 @@ func TestEnvelopeBrokenSegment(t *testing.T) {
 		}
 	}
 	l.Close()
-	starts, _ := chain.SegmentStarts(ln.dir)
+	starts, _ := chain.SegmentStarts(ln.Dir)
 	if len(starts) < 3 {
 		t.Fatalf("%d segments, want several", len(starts))
 	}
 	// First -> [second, its second entry's prev altered] -> later
 	broken := starts[1] + 1
-	seg := filepath.Join(ln.dir, fmt.Sprintf("chain-%020d.jsonl", starts[1]))
+	seg := filepath.Join(ln.Dir, fmt.Sprintf("chain-%020d.jsonl", starts[1]))
 	b, err := os.ReadFile(seg)
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	// collections cost less CPU than the default.
 	debug.SetGCPercent(400)
 	for _, ln := range lanes {
-		err = eng.RecheckChain(ln.dir, func(e *record.Entry, v gateway.Verdict, ok bool) error {
+		err = eng.RecheckChain(ln.Dir, func(e *record.Entry, v gateway.Verdict, ok bool) error {
 			total++
 			if !ok {
 				kept++
@@ -79,7 +79,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 				perRule[r]++
 			}
 			if !*quiet {
-				fmt.Fprintf(stdout, "seq %s: %s/%s by %q: %s -> %s: %s\n", ln.seq(e.Seq), e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason())
+				fmt.Fprintf(stdout, "seq %s: %s/%s by %q: %s -> %s: %s\n", ln.EntryName(e.Seq), e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason())
 			}
 			return nil
 		})

@@ -97,19 +97,21 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// Another aegis may be recording this server (a second client or
-	// agent session): this one takes the first lane free (lanes.go).
+	// agent session): this one takes the first lane free (chain.OpenLane).
 	chainRoot := state.Chains()
-	log, ln, err := openLane(chainRoot, name, chain.Options{Logger: logger})
+	log, ln, err := chain.OpenLane(chainRoot, name, &chain.Options{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("opening the chain: %w", err)
 	}
 	defer log.Close()
-	if ln.n > 1 {
-		fmt.Fprintf(stderr, "aegis: another aegis is recording server %q: this one records in lane %d of its chain (%s)\n", name, ln.n, ln.dir)
+	if ln.N > 1 {
+		fmt.Fprintf(stderr, "aegis: another aegis is recording server %q: this one records in lane %d of its chain (%s)\n", name, ln.N, ln.Dir)
 	}
 	// A lane an earlier aegis crashed in, and nobody has opened since, is
 	// signed now.
-	tidyLanes(chainRoot, name, ln, chain.Options{Logger: logger}, stderr)
+	if err := chain.TidyLanes(chainRoot, name, ln, &chain.Options{Logger: logger}); err != nil {
+		warnEach(stderr, err)
+	}
 
 	pins, err := pin.Open(state.PinFile(name))
 	if err != nil {

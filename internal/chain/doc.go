@@ -2,8 +2,9 @@
 // with one [record.Entry] per decision, hash-linked and signed, stored in a
 // directory of JSON Lines segment files. It owns the segments, the links
 // and seq numbers it assigns, checkpoint and ack lines, keys, group commit
-// and crash recovery, offline verification, and the readers that recheck
-// and aegis log use. Package record owns the entry itself: its fields,
+// and crash recovery, offline verification, the readers that recheck and
+// aegis log use, and a server's lanes: the chains that several writers
+// recording one server keep side by side under one key. Package record owns the entry itself: its fields,
 // canonical encoding and hash.
 //
 // It stores decisions as data: it imports nothing of the engine that makes
@@ -44,6 +45,22 @@
 // had not returned when the process or machine stopped; Open cuts such
 // entries off if they reached the disk. After a write or fsync error the Log
 // refuses every further Append until it is reopened.
+//
+// # Lanes
+//
+// A chain has one writer. When several processes record one server, each
+// takes the first lane of the server's chain that no other holds
+// ([OpenLane]): root/SERVER is lane 1, root/SERVER@2 lane 2, up to
+// [MaxLanes]. Each lane is a whole chain, verified on its own; all are
+// signed with lane 1's key ([Options.KeyDir]). [CheckServerName] keeps '@'
+// out of server names, so no lane is another server's. [TidyLanes] signs
+// the tail a crash left in a lane nobody holds; [Lanes] and [Servers] list
+// what readers read; [Lane.EntryName] and [ParseEntryName] name an entry
+// of lane N >= 2 SEQ@N:
+//
+//	l, ln, err := chain.OpenLane(root, "fs", nil)
+//	...
+//	err = chain.TidyLanes(root, "fs", ln, nil) // the lanes it could not sign
 //
 // # Verifying and reading
 //

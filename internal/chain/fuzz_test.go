@@ -215,3 +215,22 @@ func FuzzAck(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLaneNames: the lane and entry names parse without panicking, and
+// what parses names itself one way only: the name it is written back as.
+func FuzzLaneNames(f *testing.F) {
+	for _, s := range []string{"fs", "fs@2", "fs@64", "fs@02", "17", "17@2", "0@2", "a@b@c", "@", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if server, n, ok := ParseLaneName(s); ok && filepath.Base(LaneDir("/r", server, n)) != s {
+			t.Fatalf("%q parses as lane %d of %q, written back as %q", s, n, server, LaneDir("/r", server, n))
+		}
+		if seq, n, ok := ParseEntryName(s); ok {
+			back := (Lane{N: n}).EntryName(seq)
+			if again, n2, ok2 := ParseEntryName(back); !ok2 || again != seq || n2 != n {
+				t.Fatalf("%q parses as %d@%d, written back as %q, which parses as %d@%d (%v)", s, seq, n, back, again, n2, ok2)
+			}
+		}
+	})
+}

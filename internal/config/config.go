@@ -43,6 +43,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/strictyaml"
@@ -403,17 +404,9 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 // CheckServerName checks that name can name a server: it names the
 // server's chain, pins and logs in the state directory, so it is a short
 // plain file name (letters, digits, '.', '_', '-'; not starting with '.').
-func CheckServerName(name string) error {
-	ok := name != "" && len(name) <= 64 && name[0] != '.'
-	for i := 0; ok && i < len(name); i++ {
-		c := name[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
-	}
-	if !ok {
-		return fmt.Errorf("server name %q: want 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'", name)
-	}
-	return nil
-}
+// The rule is the chain's, whose lane directories are named by it
+// ([chain.CheckServerName]).
+func CheckServerName(name string) error { return chain.CheckServerName(name) }
 
 // tools compiles the per-tool checks of server name.
 func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, error) {
