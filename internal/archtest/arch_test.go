@@ -57,6 +57,7 @@ var levels = map[string]int{
 	"internal/filelock":   0,
 	"internal/atomicfile": 0,
 	"internal/jcsref":     0, // a test-only reference: RFC 8785 written the obvious way
+	"internal/difftest":   0, // test-only: the differential harness of the speed twins
 	// 1: one step of the pipeline each, or one store.
 	"internal/binding":  1,
 	"internal/policy":   1,
@@ -91,7 +92,7 @@ var sideways = map[string][]string{
 
 // pure packages decide from values alone: no files, no network, no
 // processes.
-var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape", "internal/schema", "internal/record", "internal/jcsref"}
+var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape", "internal/schema", "internal/record", "internal/jcsref", "internal/difftest"}
 
 // syscall is allowed: package capability names errno values (EINVAL, ENOTDIR)
 // that its injected Readlink returns, and makes no call.

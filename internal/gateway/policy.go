@@ -11,13 +11,23 @@ func (e *Engine) decide(req *policy.Request, c *Call) Verdict {
 }
 
 // decideInto is decide writing to v, which carries fwd, the arguments as
-// they will be forwarded, unless the call is denied.
+// they will be forwarded, unless the call is denied. Every field of v is
+// replaced: nothing of a verdict it overwrites is left.
 func (e *Engine) decideInto(v *Verdict, req *policy.Request, fwd []byte) {
-	// Every field is set, as a composite literal would, one by one: the
-	// literal is built aside and copied.
-	v.Decision = e.policy.Decide(req)
-	v.Caps, v.Bound, v.Tier, v.Origin, v.Taint = req.Caps, req.Bound, req.Tier, req.Origin, req.Taint
-	v.Ask, v.Findings, v.Err, v.Arguments = nil, nil, nil, nil
+	// A composite literal rather than a field-by-field write: measured in
+	// one run, the field-by-field twin bought 15–20 ns of a decision and no
+	// measurable share of the whole check or of recheck
+	// (docs/design/fast-paths.md), and a field added to Verdict could not
+	// be forgotten here.
+	*v = Verdict{
+		Effect:   policy.Deny,
+		Decision: e.policy.Decide(req),
+		Caps:     req.Caps,
+		Bound:    req.Bound,
+		Tier:     req.Tier,
+		Origin:   req.Origin,
+		Taint:    req.Taint,
+	}
 	v.Effect = v.Decision.Effect()
 	if e.policy.Mode() == policy.Shadow {
 		v.Effect = policy.Allow

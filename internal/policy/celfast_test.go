@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/difftest"
 )
 
 // TestFastSubset pins which conditions the fast evaluation takes: those
@@ -84,9 +86,9 @@ func TestFastCostBoundary(t *testing.T) {
 	for n := 99_900; n <= 100_010; n += 3 {
 		for _, path := range []string{strings.Repeat("a", n), strings.Repeat("é", n/2), strings.Repeat("a", n-6) + "/.env.", strings.Repeat("a", n-5) + "/.env"} {
 			v := testVars(&Request{}, &capability.Capability{Kind: capability.FSRead, Path: path})
-			ok, celErr, err := checkFast(c, v)
-			if err != nil {
-				t.Fatalf("path of %d bytes: %v", len(path), err)
+			ok, celErr := checkFast(t, c, v)
+			if t.Failed() {
+				t.Fatalf("path of %d bytes", len(path))
 			}
 			if ok {
 				fast++
@@ -107,39 +109,103 @@ func testVars(req *Request, c *capability.Capability) *celVars {
 	return v
 }
 
-// checkFast evaluates c on v both ways and reports a difference: the
-// condition's result must be cel-go's, error for error; where the fast
-// evaluation answers, cel-go answers the same without error and its cost
-// is within the fast evaluation's bound.
-func checkFast(c *condition, v *celVars) (fast, celErr bool, err error) {
+// celIn is one evaluation to compare: condition c on v, with cel-go's
+// answer, computed first (before either twin runs on v) and once for both.
+type celIn struct {
+	c   *condition
+	v   *celVars
+	cel celAnswer
+	// answered is set by fastTwin: the fast evaluation answered.
+	answered bool
+}
+
+// celAnswer is an evaluation's answer: its value and error text; for the
+// fast evaluation whether it answered and the cost bound it charged, for
+// cel-go the cost it reports (MaxUint64 when it passed the limit).
+type celAnswer struct {
+	B        bool
+	Err      string
+	Answered bool
+	Cost     uint64
+}
+
+func newCELIn(c *condition, v *celVars) *celIn {
 	out, det, err := c.prg.Eval(v.activation())
-	wantB, wantErr := celOutcome(out, err)
-	actual := uint64(math.MaxUint64) // when cel-go passed the limit
+	b, err := celOutcome(out, err)
+	in := &celIn{c: c, v: v, cel: celAnswer{B: b, Err: errText(err), Answered: true, Cost: math.MaxUint64}}
 	if det != nil && det.ActualCost() != nil {
-		actual = *det.ActualCost()
+		in.cel.Cost = *det.ActualCost()
 	}
-	gotB, gotErr := c.eval(v)
-	celErr = wantErr != nil
-	if wantB != gotB || fmt.Sprint(wantErr) != fmt.Sprint(gotErr) {
-		return false, celErr, fmt.Errorf("eval = %v, %v; cel-go = %v, %v", gotB, gotErr, wantB, wantErr)
+	return in
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
 	}
-	if c.fast == nil {
-		return false, celErr, nil
-	}
-	v.cost = 0
-	b, ok := c.fast(v)
-	if !ok {
-		return false, celErr, nil
-	}
-	switch {
-	case celErr:
-		return true, celErr, fmt.Errorf("fast evaluation = %v; cel-go failed: %v", b, wantErr)
-	case b != wantB:
-		return true, celErr, fmt.Errorf("fast evaluation = %v; cel-go = %v", b, wantB)
-	case actual > v.cost:
-		return true, celErr, fmt.Errorf("fast evaluation's bound %d is below cel-go's cost %d", v.cost, actual)
-	}
-	return true, celErr, nil
+	return err.Error()
+}
+
+func showCELIn(in *celIn) string {
+	a := in.v.activation()
+	return fmt.Sprintf("%s on %+v %+v", in.c.text, a.call, abbrev(a.cap))
+}
+
+// evalTwin holds a condition's evaluation (the fast one where it answers,
+// cel-go's otherwise) to cel-go's: value and error text.
+var evalTwin = &difftest.Twin[*celIn, celAnswer]{
+	Name: "condition",
+	Fast: func(in *celIn) celAnswer {
+		b, err := in.c.eval(in.v)
+		return celAnswer{B: b, Err: errText(err), Answered: true}
+	},
+	Ref: func(in *celIn) celAnswer { return in.cel },
+	Same: func(got, cel celAnswer) (bool, string) {
+		return got.B == cel.B && got.Err == cel.Err, ""
+	},
+	Show: showCELIn,
+}
+
+// fastTwin holds the fast evaluation (celfast.go) to cel-go: where it
+// answers, cel-go answers the same without error, and its cost is within
+// the fast evaluation's bound. Giving up always agrees.
+var fastTwin = &difftest.Twin[*celIn, celAnswer]{
+	Name: "CEL fast path",
+	Fast: func(in *celIn) celAnswer {
+		if in.c.fast == nil {
+			return celAnswer{}
+		}
+		in.v.cost = 0
+		b, ok := in.c.fast(in.v)
+		in.answered = ok
+		return celAnswer{B: b, Answered: ok, Cost: in.v.cost}
+	},
+	Ref: func(in *celIn) celAnswer { return in.cel },
+	Same: func(fast, cel celAnswer) (bool, string) {
+		switch {
+		case !fast.Answered:
+			return true, ""
+		case cel.Err != "":
+			return false, "the fast evaluation answered where cel-go failed"
+		case fast.B != cel.B:
+			return false, "the values differ"
+		case fast.Cost < cel.Cost:
+			return false, "the fast evaluation's cost bound is below cel-go's cost"
+		}
+		return true, ""
+	},
+	Show: showCELIn,
+}
+
+// checkFast evaluates c on v both ways, with both twins, and reports a
+// difference as an error of t. It says whether the fast evaluation
+// answered and whether cel-go failed.
+func checkFast(t testing.TB, c *condition, v *celVars) (fast, celErr bool) {
+	t.Helper()
+	in := newCELIn(c, v)
+	evalTwin.Check(t, in)
+	fastTwin.Check(t, in)
+	return in.answered, in.cel.Err != ""
 }
 
 // TestFastDifferential evaluates generated conditions on generated
@@ -154,7 +220,8 @@ func TestFastDifferential(t *testing.T) {
 	for i := range inputs {
 		inputs[i] = genVars(r, i < 2)
 	}
-	var compiled, fastConds, fastEvals, evals, celErrs int
+	var compiled, fastConds int
+	var ins []*celIn
 	for i := range nexpr {
 		expr := genCond(r)
 		c, err := compileCondition(expr)
@@ -172,20 +239,21 @@ func TestFastDifferential(t *testing.T) {
 			if j < 2 && i%5 != 0 {
 				continue // the inputs with long lists, which cel-go takes long over
 			}
-			fast, celErr, err := checkFast(c, v)
-			if err != nil {
-				a := v.activation()
-				t.Fatalf("%s on %+v %+v: %v", expr, a.call, abbrev(a.cap), err)
-			}
-			evals++
-			if fast {
-				fastEvals++
-			}
-			if celErr {
-				celErrs++
-			}
+			ins = append(ins, newCELIn(c, v))
 		}
 	}
+	evalTwin.Agree(t, slices.Values(ins))
+	fastTwin.Agree(t, slices.Values(ins))
+	var fastEvals, celErrs int
+	for _, in := range ins {
+		if in.answered {
+			fastEvals++
+		}
+		if in.cel.Err != "" {
+			celErrs++
+		}
+	}
+	evals := len(ins)
 	t.Logf("%d conditions (%d fast), %d evaluations (%d fast, %d cel-go errors)", compiled, fastConds, evals, fastEvals, celErrs)
 	// The generator must reach every side: fast answers, conditions
 	// left to cel-go, and cel-go's errors.
@@ -437,9 +505,7 @@ func FuzzFastCondition(f *testing.F) {
 			cp = nil
 		}
 		v := testVars(req, cp)
-		if _, _, err := checkFast(c, v); err != nil {
-			t.Fatalf("%s: %v", expr, err)
-		}
+		checkFast(t, c, v)
 	})
 }
 

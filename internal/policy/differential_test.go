@@ -2,12 +2,13 @@ package policy
 
 import (
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
-	"github.com/google/go-cmp/cmp"
+	"github.com/aegis-mcp/aegis/internal/difftest"
 )
 
 // chooser picks small numbers: from a PRNG in the differential test, from
@@ -136,6 +137,27 @@ func (c chooser) request() *Request {
 
 var differentialPolicies = []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "cel.yaml", "shadow.yaml", "shadow-policy.yaml"}
 
+// decideTwin holds the indexed Decide of s to referenceDecide, which scans
+// every rule.
+func decideTwin(name string, s *Set) *difftest.Twin[*Request, outcome] {
+	return &difftest.Twin[*Request, outcome]{
+		Name: "Decide on " + name,
+		Fast: func(r *Request) outcome { return outcomeOf(s.Decide(r)) },
+		Ref:  func(r *Request) outcome { return referenceDecide(s, r) },
+	}
+}
+
+// requests yields n requests c makes.
+func (c chooser) requests(n int) iter.Seq[*Request] {
+	return func(yield func(*Request) bool) {
+		for range n {
+			if !yield(c.request()) {
+				return
+			}
+		}
+	}
+}
+
 // TestDifferential checks the indexed Decide against the naive reference
 // on random calls.
 func TestDifferential(t *testing.T) {
@@ -149,15 +171,7 @@ func TestDifferential(t *testing.T) {
 		if testing.Short() {
 			n /= 10
 		}
-		s := fixture(t, name)
-		c := randChooser(uint64(len(name)))
-		for i := range n {
-			r := c.request()
-			got, want := outcomeOf(s.Decide(r)), referenceDecide(s, r)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("%s, call %d %+v: Decide differs from the reference (-want +got)\n%s", name, i, r, diff)
-			}
-		}
+		decideTwin(name, fixture(t, name)).Agree(t, randChooser(uint64(len(name))).requests(n))
 	}
 }
 
@@ -171,10 +185,7 @@ func FuzzDecideIndex(f *testing.F) {
 		name := differentialPolicies[int(data[0])%len(differentialPolicies)]
 		s := fixture(t, name)
 		r := bytesChooser(data[1:]).request()
-		got, want := outcomeOf(s.Decide(r)), referenceDecide(s, r)
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("%s: Decide differs from the reference on %+v (-want +got)\n%s", name, r, diff)
-		}
+		decideTwin(name, s).Check(t, r)
 		// Reasons never panic and always say something.
 		d := s.Decide(r)
 		if d.Reason() == "" {
@@ -202,10 +213,7 @@ func FuzzDecidePath(f *testing.F) {
 		s := fixture(t, name)
 		r := benchRequest()
 		r.Caps = caps(fsRead(p), fsWrite(p))
-		got, want := outcomeOf(s.Decide(r)), referenceDecide(s, r)
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("%s, path %q: Decide differs from the reference (-want +got)\n%s", name, p, diff)
-		}
+		decideTwin(name, s).Check(t, r)
 	})
 }
 
@@ -221,19 +229,19 @@ func TestDecidePathShapes(t *testing.T) {
 		n = 400
 	}
 	for _, name := range []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml"} {
-		s := fixture(t, name)
-		for range n {
-			b := []byte(starts[r.IntN(len(starts))])
-			for size := r.IntN(49); len(b) < size; {
-				b = append(b, alphabet[r.IntN(len(alphabet))])
-			}
-			p := string(b)
-			req := benchRequest()
-			req.Caps = caps(fsRead(p))
-			got, want := outcomeOf(s.Decide(req)), referenceDecide(s, req)
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("%s, path %q: Decide differs from the reference (-want +got)\n%s", name, p, diff)
+		paths := func(yield func(*Request) bool) {
+			for range n {
+				b := []byte(starts[r.IntN(len(starts))])
+				for size := r.IntN(49); len(b) < size; {
+					b = append(b, alphabet[r.IntN(len(alphabet))])
+				}
+				req := benchRequest()
+				req.Caps = caps(fsRead(string(b)))
+				if !yield(req) {
+					return
+				}
 			}
 		}
+		decideTwin(name, fixture(t, name)).Agree(t, paths)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/difftest"
 )
 
 // fastCase is a schema, with options, that the differential tests hold the fast path
@@ -135,41 +136,90 @@ func TestFastPathFallback(t *testing.T) {
 	}
 }
 
-// compareFastSlow checks one call both ways: CheckValue with and without the fast
-// path must return the same out, clamped and violation, and the fast path's own
-// answer must be the validator's (so that it neither passes what the validator
-// refuses nor refuses what it passes, which would only be slow). It reports whether
-// the arguments decoded and whether they passed.
+// checkOut is what CheckValue returns for one call.
+type checkOut struct {
+	Out     string
+	Clamped []string
+	Err     string
+}
+
+// checkTwin holds CheckValue with c's fast path to CheckValue with the
+// validator alone: the same out, clamped and violation.
+func checkTwin(c *fastCase) *difftest.Twin[args.Value, checkOut] {
+	slow := *c.s
+	slow.fast = nil
+	run := func(s *Schema) func(args.Value) checkOut {
+		return func(root args.Value) checkOut {
+			out, clamped, err := s.CheckValue(root)
+			return checkOut{string(out), clamped, errText(err)}
+		}
+	}
+	return &difftest.Twin[args.Value, checkOut]{
+		Name: c.name + ": CheckValue with the fast path",
+		Fast: run(c.s),
+		Ref:  run(&slow),
+		Show: args.Value.Raw,
+	}
+}
+
+// validOut is one side's verdict on clamped arguments, and the validator's
+// reason.
+type validOut struct {
+	Pass bool
+	Why  string
+}
+
+// validTwin holds the fast path's own answer (fast.go) to the validator's
+// (check.go), on the arguments as clamped: it neither passes what the
+// validator refuses nor refuses what it passes, which would only be slow.
+// c's schema must have a fast path.
+func validTwin(c *fastCase) *difftest.Twin[args.Value, validOut] {
+	s := c.s
+	clamped := func(root args.Value) (map[args.Value]string, error) {
+		if len(s.clamps) == 0 {
+			return nil, nil
+		}
+		repl, _, err := s.clamp(root)
+		return repl, err
+	}
+	return &difftest.Twin[args.Value, validOut]{
+		Name: c.name + ": the fast path",
+		Fast: func(root args.Value) validOut {
+			repl, err := clamped(root)
+			if err != nil {
+				return validOut{Why: "clamp: " + err.Error()}
+			}
+			return validOut{Pass: s.fast.valid(root, repl)}
+		},
+		Ref: func(root args.Value) validOut {
+			repl, err := clamped(root)
+			if err != nil {
+				return validOut{Why: "clamp: " + err.Error()}
+			}
+			if v := s.validate(root, repl); v != nil {
+				return validOut{Why: v.Error()}
+			}
+			return validOut{Pass: true}
+		},
+		Same: func(fast, v validOut) (bool, string) { return fast.Pass == v.Pass, "" },
+		Show: args.Value.Raw,
+	}
+}
+
+// compareFastSlow checks one call both ways, with checkTwin and validTwin.
+// It reports whether the arguments decoded and whether they passed.
 func compareFastSlow(t testing.TB, c *fastCase, data []byte) (decoded, passed bool) {
 	t.Helper()
-	s := c.s
 	var d args.Doc
-	if err := d.Decode(data, s.limits); err != nil {
+	if err := d.Decode(data, c.s.limits); err != nil {
 		return false, false
 	}
 	root := d.Root()
-	slow := *s
-	slow.fast = nil
-	out1, cl1, err1 := s.CheckValue(root)
-	out2, cl2, err2 := slow.CheckValue(root)
-	if !bytes.Equal(out1, out2) || !slices.Equal(cl1, cl2) || errText(err1) != errText(err2) {
-		t.Fatalf("%s: %s\nwith the fast path: %q %q %v\nvalidator alone:    %q %q %v", c.name, data, out1, cl1, err1, out2, cl2, err2)
+	out, _, _ := checkTwin(c).Check(t, root)
+	if c.s.fast != nil {
+		validTwin(c).Check(t, root)
 	}
-	if s.fast != nil {
-		var repl map[args.Value]string
-		if len(s.clamps) > 0 {
-			var err error
-			if repl, _, err = s.clamp(root); err != nil {
-				return true, false
-			}
-		}
-		fast := s.fast.valid(root, repl)
-		v := s.validate(root, repl)
-		if fast != (v == nil) {
-			t.Fatalf("%s: %s\nfast path passes: %v; validator: %v", c.name, data, fast, v)
-		}
-	}
-	return true, err1 == nil
+	return true, out.Err == ""
 }
 
 func errText(err error) string {
@@ -190,19 +240,30 @@ func TestFastPathDifferential(t *testing.T) {
 	}
 	for _, c := range fastCases(t) {
 		t.Run(c.name, func(t *testing.T) {
+			roots := make([]args.Value, n)
+			for i := range roots {
+				data := newGen(uint64(i), c.raw).doc()
+				d := new(args.Doc)
+				if err := d.Decode(data, c.s.limits); err != nil {
+					t.Fatalf("generated arguments do not decode: %s: %v", data, err)
+				}
+				roots[i] = d.Root()
+			}
 			var pass, fail int
-			for i := range n {
-				g := newGen(uint64(i), c.raw)
-				data := g.doc()
-				decoded, ok := compareFastSlow(t, &c, data)
-				switch {
-				case !decoded:
-					t.Fatalf("generated arguments do not decode: %s", data)
-				case ok:
+			tw := checkTwin(&c)
+			fast := tw.Fast
+			tw.Fast = func(root args.Value) checkOut {
+				out := fast(root)
+				if out.Err == "" {
 					pass++
-				default:
+				} else {
 					fail++
 				}
+				return out
+			}
+			tw.Agree(t, slices.Values(roots))
+			if c.s.fast != nil {
+				validTwin(&c).Agree(t, slices.Values(roots))
 			}
 			t.Logf("%d passed, %d refused", pass, fail)
 			if pass == 0 || fail == 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/difftest"
 )
 
 // flatTool is a tool whose edits are all members of the arguments object.
@@ -28,62 +29,78 @@ func mustPointer(t testing.TB, s string) args.Pointer {
 	return p
 }
 
-// shapeBoth runs the flat edit and the tree edit on the same arguments.
-func shapeBoth(t testing.TB, a []byte) (flat, tree []byte, flatOK, treeOK bool) {
-	flat, tree, flatErr, treeErr := shapeBothErr(t, a)
-	if flatErr != treeErr {
-		t.Fatalf("%s: the flat edit says %q, the tree edit %q", a, flatErr, treeErr)
-	}
-	return flat, tree, flatErr == "", treeErr == ""
+// shapeIn is one input of the flat edit and the tree edit: arguments, and
+// the template syntax of a server that neutralises templates, or nil.
+type shapeIn struct {
+	args      []byte
+	templates *Syntax
 }
 
-// shapeBothErr is shapeBoth with the errors of the edits ("" for none).
-func shapeBothErr(t testing.TB, a []byte) (flat, tree []byte, flatErr, treeErr string) {
-	return shapeBothWith(t, a, nil)
+// shapeOut is what an edit gives: the shaped arguments, or its error
+// ("" for none).
+type shapeOut struct {
+	text []byte
+	err  string
 }
 
-// shapeBothWith is shapeBothErr on a server that neutralises templates with
-// m, when m is not nil.
-func shapeBothWith(t testing.TB, a []byte, m *Syntax) (flat, tree []byte, flatErr, treeErr string) {
-	run := func(forceTree bool) ([]byte, string) {
-		tool := flatTool(t)
-		if err := tool.Compile(); err != nil {
-			t.Fatal(err)
-		}
-		if !tool.flat {
-			t.Fatal("the tool is not flat")
-		}
-		if forceTree {
-			tool.flat = false
-		}
-		var docs [2]args.Doc
-		w := &Work{Doc: &docs[0], Spare: &docs[1]}
-		if err := w.Doc.Decode(a, nil); err != nil {
-			return nil, "decode: " + err.Error()
-		}
-		out, err := tool.Apply(w, a, m, &Principal{Name: "al\"ice"})
-		if err == nil {
-			// The document the pipeline goes on with must be the text it forwards.
-			var ref args.Doc
-			if err := ref.Decode(out, nil); err != nil {
-				t.Fatalf("shaped arguments %s do not decode: %v", out, err)
+// flatTwin holds the flat edit (flat.go) to the tree edit (tree.go) on
+// flatTool: the same error, and the same arguments but for whitespace.
+func flatTwin(t testing.TB) *difftest.Twin[shapeIn, shapeOut] {
+	return &difftest.Twin[shapeIn, shapeOut]{
+		Name: "flat edit",
+		Fast: func(in shapeIn) shapeOut { return shapeWith(t, in, false) },
+		Ref:  func(in shapeIn) shapeOut { return shapeWith(t, in, true) },
+		Same: func(flat, tree shapeOut) (bool, string) {
+			return flat.err == tree.err && sameJSON(flat.text, tree.text), ""
+		},
+		Show: func(in shapeIn) string {
+			if in.templates != nil {
+				return fmt.Sprintf("%s with %v templates", in.args, *in.templates)
 			}
-			if diff := sameValue(ref.Root(), w.Doc.Root()); diff != "" {
-				t.Fatalf("shaped arguments %s: the document differs from their decoding: %s", out, diff)
-			}
-		}
-		if err != nil {
-			return nil, err.Error()
-		}
-		return out, ""
+			return string(in.args)
+		},
+		ShowOut: func(o shapeOut) string { return fmt.Sprintf("%q %s", o.err, o.text) },
 	}
-	flat, flatErr = run(false)
-	tree, treeErr = run(true)
-	return
 }
 
+// shapeWith runs flatTool's edit on in, the tree edit when forceTree is
+// set, else the flat one.
+func shapeWith(t testing.TB, in shapeIn, forceTree bool) shapeOut {
+	tool := flatTool(t)
+	if err := tool.Compile(); err != nil {
+		t.Fatal(err)
+	}
+	if !tool.flat {
+		t.Fatal("the tool is not flat")
+	}
+	if forceTree {
+		tool.flat = false
+	}
+	var docs [2]args.Doc
+	w := &Work{Doc: &docs[0], Spare: &docs[1]}
+	if err := w.Doc.Decode(in.args, nil); err != nil {
+		return shapeOut{err: "decode: " + err.Error()}
+	}
+	out, err := tool.Apply(w, in.args, in.templates, &Principal{Name: "al\"ice"})
+	if err != nil {
+		return shapeOut{err: err.Error()}
+	}
+	// The document the pipeline goes on with must be the text it forwards.
+	var ref args.Doc
+	if err := ref.Decode(out, nil); err != nil {
+		t.Fatalf("shaped arguments %s do not decode: %v", out, err)
+	}
+	if diff := sameValue(ref.Root(), w.Doc.Root()); diff != "" {
+		t.Fatalf("shaped arguments %s: the document differs from their decoding: %s", out, diff)
+	}
+	return shapeOut{text: out}
+}
+
+// TestShapeFlatEqualsTree holds the flat edit to the tree edit on
+// arguments that reach every field of flatTool, as written and in other
+// cases, with and without templates neutralised.
 func TestShapeFlatEqualsTree(t *testing.T) {
-	for _, a := range []string{
+	cases := []string{
 		`{}`,
 		`{"to":"bob","bcc":"eve","body":"hi \u2028 \"q\""}`,
 		`{"footer":"model's","z":1,"a":{"bcc":"kept: not top level"},"n":1.50e3}`,
@@ -96,14 +113,21 @@ func TestShapeFlatEqualsTree(t *testing.T) {
 		`{"cC":1,"bcc":2}`,
 		`{"to":"x","ſ":1,"fooTer":{}}`,
 		`{"from":"x","BCC":1}`,
-	} {
-		flat, tree, fok, tok := shapeBoth(t, []byte(a))
-		if fok != tok || !sameJSON(flat, tree) {
-			t.Errorf("%s:\n flat %v %s\n tree %v %s", a, fok, flat, tok, tree)
+		`{"to":"{{x}}","bcc":"{{{y}}}","z":"{%a%}"}`,
+	}
+	mustache := Mustache
+	inputs := func(yield func(shapeIn) bool) {
+		for _, a := range cases {
+			for _, m := range []*Syntax{nil, &mustache} {
+				if !yield(shapeIn{[]byte(a), m}) {
+					return
+				}
+			}
 		}
 	}
-	if _, _, ok, _ := shapeBoth(t, []byte(`{"to":"bob"}`)); !ok {
-		t.Error("a plain call was refused")
+	flatTwin(t).Agree(t, inputs)
+	if out := shapeWith(t, shapeIn{args: []byte(`{"to":"bob"}`)}, false); out.err != "" {
+		t.Errorf("a plain call was refused: %s", out.err)
 	}
 }
 
@@ -134,10 +158,11 @@ func TestShapeFlatManyMembers(t *testing.T) {
 		{"templates rewrite, then a case variant", []byte(`{"to":"{{x}}","Cc":"eve"}`), &mustache, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			flat, tree, fe, te := shapeBothWith(t, tt.args, tt.templates)
-			if fe != te || !sameJSON(flat, tree) {
-				t.Fatalf("flat %q %s\ntree %q %s", fe, flat, te, tree)
+			out, _, ok := flatTwin(t).Check(t, shapeIn{tt.args, tt.templates})
+			if !ok {
+				t.FailNow()
 			}
+			flat, fe := out.text, out.err
 			if (fe != "") != tt.wantErr {
 				t.Fatalf("error %q, want one: %v", fe, tt.wantErr)
 			}
@@ -148,20 +173,19 @@ func TestShapeFlatManyMembers(t *testing.T) {
 	}
 }
 
+// FuzzShapeFlat holds the flat edit to the tree edit on any arguments,
+// with and without templates neutralised.
 func FuzzShapeFlat(f *testing.F) {
-	f.Add([]byte(`{"to":"bob","bcc":"eve","footer":1}`))
-	f.Add([]byte(`{"a":{"b":[1,"\ud83d\ude00"]},"cc":null}`))
-	f.Fuzz(func(t *testing.T, a []byte) {
-		flat, tree, fok, tok := shapeBoth(t, a)
-		if fok != tok || !sameJSON(flat, tree) {
-			t.Fatalf("%s:\n flat %v %s\n tree %v %s", a, fok, flat, tok, tree)
+	f.Add([]byte(`{"to":"bob","bcc":"eve","footer":1}`), false)
+	f.Add([]byte(`{"a":{"b":[1,"\ud83d\ude00"]},"cc":null}`), false)
+	f.Add([]byte(`{"to":"{{x}}","Bcc":"eve","footer":1}`), true)
+	f.Fuzz(func(t *testing.T, a []byte, templates bool) {
+		in := shapeIn{args: a}
+		if templates {
+			mustache := Mustache
+			in.templates = &mustache
 		}
-		if fok {
-			var d args.Doc
-			if err := d.Decode(flat, nil); err != nil {
-				t.Fatalf("shaped arguments do not decode: %v", err)
-			}
-		}
+		flatTwin(t).Check(t, in)
 	})
 }
 
