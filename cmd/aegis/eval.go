@@ -8,14 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/gateway"
-	"github.com/aegis-mcp/aegis/internal/pin"
+	"github.com/aegis-mcp/aegis/internal/offline"
 )
 
 // maxLine caps one input line of `aegis eval`; a longer line is an error
@@ -43,7 +41,11 @@ func cmdEval(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer out.Flush()
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	ctx := context.Background()
-	ev := &evaluator{eng: eng, opened: map[string]bool{}, sessions: map[string]*gateway.Session{}}
+	state, err := config.DefaultState()
+	if err != nil {
+		return err
+	}
+	ev := &evaluator{d: offline.NewDecider(eng, offline.StatePins(state))}
 	for n := 1; ; n++ {
 		line, err := readLine(in)
 		if len(bytes.TrimSpace(line)) > 0 || err == errLineTooLong {
@@ -134,73 +136,16 @@ type decisionLine struct {
 	Arguments    json.RawMessage `json:"arguments"`
 }
 
-// evaluator decides the events of one `aegis eval` run. The sessions the
-// events name live in the engine's session store for the run: a session
-// starts (with its origin) at its first event.
-//
-// Each server's calls go through a gateway.Session, as under aegis run,
-// with the tool definitions aegis run pinned for it (read, never written):
-// a held tool is refused and arguments are checked against the pinned
-// schema. A server aegis run never wrapped has no pins; its calls skip those
-// two steps (an event's input_schema then stands for the pinned schema).
-type evaluator struct {
-	eng      *gateway.Engine
-	opened   map[string]bool
-	sessions map[string]*gateway.Session // by server; nil for one not configured
-}
-
-// session returns the pipeline of server, nil if it is not configured.
-func (e *evaluator) session(server string) (*gateway.Session, error) {
-	if s, ok := e.sessions[server]; ok {
-		return s, nil
-	}
-	s, err := newEvalSession(e.eng, server)
-	if err != nil {
-		return nil, err
-	}
-	e.sessions[server] = s
-	return s, nil
-}
-
-// newEvalSession is the pipeline of server for eval and explain: no record,
-// and the pins aegis run keeps for it, if any. It is nil for a server the
-// configuration does not name (the engine then denies its calls).
-func newEvalSession(eng *gateway.Engine, server string) (*gateway.Session, error) {
-	if eng.Server(server) == nil {
-		return nil, nil
-	}
-	pins, err := knownPins(server)
-	if err != nil {
-		return nil, err
-	}
-	return eng.NewSession(&gateway.SessionConfig{Server: server, Pins: pins})
-}
-
-// knownPins opens the pins aegis run keeps for server, or returns nil when
-// there are none.
-func knownPins(server string) (*pin.Store, error) {
-	path, err := pinFile(server)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return pin.Open(path)
-}
+// evaluator turns the events of one `aegis eval` run into output lines.
+type evaluator struct{ d *offline.Decider }
 
 func (e *evaluator) line(ctx context.Context, n int, line []byte) any {
-	ev, err := parseEvent(line)
+	ev, err := offline.ParseEvent(line)
 	if err != nil {
 		return errorLine{Line: n, Error: fmt.Sprintf("line %d: %v", n, err)}
 	}
-	c := ev.call()
-	if c.Session != "" && !e.opened[c.Session] {
-		e.opened[c.Session] = true
-		e.eng.OpenSession(c.Session, c.Origin)
-	}
-	if present(ev.Result) {
-		out, found, err := e.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Tool: ev.Tool, Result: ev.Result})
+	if ev.IsResult() {
+		out, found, err := e.d.Result(ev)
 		var refusal *gateway.Refusal
 		switch {
 		case errors.As(err, &refusal):
@@ -212,16 +157,11 @@ func (e *evaluator) line(ctx context.Context, n int, line []byte) any {
 		}
 		return resultLine{Line: n, Result: "recorded", Findings: findingsJSON(found)}
 	}
-	s, err := e.session(c.Server)
+	v, err := e.d.Call(ctx, ev)
 	if err != nil {
 		return errorLine{Line: n, Error: fmt.Sprintf("line %d: %v", n, err)}
 	}
-	if s == nil {
-		v := e.eng.Check(ctx, c) // an unknown server: denied, saying so
-		return decisionOf(n, e.eng, &v)
-	}
-	v := s.Decide(ctx, c)
-	return decisionOf(n, e.eng, &v)
+	return decisionOf(n, e.d.Engine(), &v)
 }
 
 func decisionOf(n int, eng *gateway.Engine, v *gateway.Verdict) decisionLine {

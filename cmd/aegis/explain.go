@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/config"
-	"github.com/aegis-mcp/aegis/internal/gateway"
-	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/offline"
 )
 
 // cmdExplain prints why one call gets its decision: the binding, the
@@ -32,11 +31,11 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		line = []byte(strings.TrimSpace(string(b)))
 	}
-	ev, err := parseEvent(line)
+	ev, err := offline.ParseEvent(line)
 	if err != nil {
 		return fmt.Errorf("event: %w", err)
 	}
-	if present(ev.Result) {
+	if ev.IsResult() {
 		return fmt.Errorf("event: a result, not a call; explain takes a call")
 	}
 	cfg, err := config.Load(*cfgPath)
@@ -47,16 +46,13 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	sess, err := newEvalSession(eng, ev.Server)
+	state, err := config.DefaultState()
 	if err != nil {
 		return err
 	}
-	var v gateway.Verdict
-	var x *policy.Explanation
-	if sess != nil {
-		v, x = sess.Explain(context.Background(), ev.call())
-	} else {
-		v = eng.Check(context.Background(), ev.call()) // an unknown server: denied, saying so
+	v, x, pinsKnown, err := offline.NewDecider(eng, offline.StatePins(state)).Explain(context.Background(), ev)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "call     %s/%s by %q\n", ev.Server, ev.Tool, ev.Principal)
 	if s := eng.Server(ev.Server); s != nil {
@@ -66,7 +62,7 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stdout, "binding  none: the tool is unbound (only rules saying unbound: true allow it)\n")
 		}
 	}
-	if sess != nil && !sess.PinsKnown() {
+	if eng.Server(ev.Server) != nil && !pinsKnown {
 		fmt.Fprintf(stdout, "pins     none: aegis run never listed this server's tools, so the pin and schema steps are skipped\n")
 	}
 	for _, c := range capsJSON(v.Caps) {

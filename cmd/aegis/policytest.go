@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/aegis-mcp/aegis/internal/policytable"
+	"github.com/aegis-mcp/aegis/internal/offline"
 )
 
-// cmdPolicyTest runs policy test tables (package policytable) and prints
+// cmdPolicyTest runs policy test tables (package offline) and prints
 // their failures, or with -v every test.
 func cmdPolicyTest(argv []string, stdout, stderr io.Writer) error {
 	fs := newFlags("policy test", stderr)
@@ -21,7 +21,7 @@ func cmdPolicyTest(argv []string, stdout, stderr io.Writer) error {
 	}
 	failed, total := 0, 0
 	for _, file := range fs.Args() {
-		results, err := policytable.Run(context.Background(), file)
+		results, err := offline.Run(context.Background(), file)
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"syscall"
 
+	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/envelope"
@@ -52,9 +53,9 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if fs.NArg() == 0 {
 		return usageError(stderr, "usage: aegis run [--config FILE] [--server NAME] -- COMMAND [ARG...]")
 	}
-	origin, err := parseOrigin(*originFlag)
-	if err != nil {
-		return usageError(stderr, "--origin: %v", err)
+	origin, ok := capability.ParseOrigin(*originFlag)
+	if !ok {
+		return usageError(stderr, "--origin %q: want interactive or unattended", *originFlag)
 	}
 	state, err := config.DefaultState()
 	if err != nil {

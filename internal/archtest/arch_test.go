@@ -73,10 +73,10 @@ var levels = map[string]int{
 	// 2: the pipeline.
 	"internal/gateway": 2,
 	// 3: what builds it from a configuration and what relays through it.
-	"internal/config":      3,
-	"internal/policytable": 3,
-	"internal/proxy":       3,
-	"internal/demoserver":  3,
+	"internal/config":     3,
+	"internal/offline":    3,
+	"internal/proxy":      3,
+	"internal/demoserver": 3,
 	// 4: the commands and the tests of the whole.
 	"cmd/aegis":         4,
 	"e2e":               4,
@@ -85,9 +85,9 @@ var levels = map[string]int{
 
 // sideways lists the imports allowed within one floor.
 var sideways = map[string][]string{
-	"internal/chain":       {"internal/record"}, // the log stores entries
-	"internal/envelope":    {"internal/dlp"},    // an envelope is kept redacted
-	"internal/policytable": {"internal/config"}, // a table names a configuration
+	"internal/chain":    {"internal/record"}, // the log stores entries
+	"internal/envelope": {"internal/dlp"},    // an envelope is kept redacted
+	"internal/offline":  {"internal/config"}, // a table names a configuration; pins live in its state
 }
 
 // pure packages decide from values alone: no files, no network, no

@@ -1,4 +1,4 @@
-package main
+package offline
 
 import (
 	"bytes"
@@ -12,9 +12,9 @@ import (
 	"github.com/aegis-mcp/aegis/internal/gateway"
 )
 
-// event is one line of `aegis eval` input: a call when it has "arguments",
-// a tool result when it has "result".
-type event struct {
+// Event is one line of `aegis eval` input (or `aegis explain`'s one call): a
+// call when it has "arguments", a tool result when it has "result".
+type Event struct {
 	Session   string          `json:"session"`
 	Principal string          `json:"principal"`
 	Roles     []string        `json:"roles"`
@@ -31,9 +31,9 @@ type event struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-// parseEvent decodes one event strictly: the line must be strict JSON (no
+// ParseEvent decodes one event strictly: the line must be strict JSON (no
 // duplicate keys, valid UTF-8), and unknown fields are errors.
-func parseEvent(line []byte) (*event, error) {
+func ParseEvent(line []byte) (*Event, error) {
 	if t := bytes.TrimLeft(line, " \t\r"); len(t) == 0 || t[0] != '{' {
 		return nil, errors.New("an event must be a JSON object")
 	}
@@ -43,7 +43,7 @@ func parseEvent(line []byte) (*event, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	var ev event
+	var ev Event
 	if err := dec.Decode(&ev); err != nil {
 		return nil, err
 	}
@@ -79,9 +79,12 @@ func parseOrigin(s string) (capability.Origin, error) {
 	return 0, fmt.Errorf("origin %q: want interactive or unattended", s)
 }
 
-// call returns the gateway call of a call event. An unattended session is
+// IsResult reports whether ev is a tool result rather than a call.
+func (ev *Event) IsResult() bool { return present(ev.Result) }
+
+// Call returns the gateway call of a call event. An unattended session is
 // tainted from its start (DESIGN.md R19).
-func (ev *event) call() *gateway.Call {
+func (ev *Event) Call() *gateway.Call {
 	origin, _ := parseOrigin(ev.Origin)
 	c := &gateway.Call{
 		Session:   ev.Session,

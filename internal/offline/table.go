@@ -1,9 +1,11 @@
-// Package policytable owns the policy test tables that `aegis policy test`
-// runs (DESIGN.md R10): a YAML file naming a configuration and a list of
-// calls, each with the decision (and optionally the rules) it must get.
-// Each call is decided through the same pipeline as `aegis eval`, without
-// pins: a table is a fixed statement about a policy, and must not change
-// with what a server listed last.
+// Package offline decides calls given as data, through the same pipeline
+// as `aegis run` but with no server: the JSON Lines events of `aegis eval`
+// and `aegis explain` ([Event], [Decider]), and the policy test tables of
+// `aegis policy test` (DESIGN.md R10, [Run]): a YAML file naming a
+// configuration and a list of calls, each with the decision (and
+// optionally the rules) it must get. A table is decided without pins: it is
+// a fixed statement about a policy, and must not change with what a server
+// listed last.
 //
 //	config: aegis.yaml            # relative to this file
 //	tests:
@@ -14,7 +16,7 @@
 //	    rules: [no-ssh]             # optional: the rules that decided
 //
 // A call may carry the tool's input_schema, as `aegis eval` events do.
-package policytable
+package offline
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package policytable
+package offline
 
 import (
 	"context"
