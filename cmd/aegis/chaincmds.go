@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -144,6 +145,13 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		signed, err := signedThrough(ln)
+		if err != nil {
+			return err
+		}
+		for i := range ring {
+			ring[i].unverified = !signed.covers(ring[i].e)
+		}
 		recent = append(recent, ring...)
 	}
 	sort.SliceStable(recent, func(i, j int) bool { return recent[i].e.Time.Before(recent[j].e.Time) })
@@ -162,12 +170,18 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 				// seq from lane 1's.
 				b = fmt.Appendf(b[:len(b)-1], `,"lane":%d}`, le.lane.N)
 			}
+			if le.unverified {
+				b = append(b[:len(b)-1], `,"unverified":true}`...)
+			}
 			fmt.Fprintf(stdout, "%s\n", b)
 			continue
 		}
 		fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
 		if e.Mode == record.Shadow {
 			fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
+		}
+		if le.unverified {
+			fmt.Fprint(stdout, " [UNVERIFIED: after the last signature]")
 		}
 		fmt.Fprintln(stdout)
 		for _, c := range e.Caps {
@@ -184,7 +198,7 @@ func lastEntries(ln chain.Lane, n int) ([]laneEntry, error) {
 	ents, err := chain.LastEntries(ln.Dir, n)
 	out := make([]laneEntry, len(ents))
 	for i, e := range ents {
-		out[i] = laneEntry{ln, e}
+		out[i] = laneEntry{lane: ln, e: e}
 	}
 	return out, err
 }
@@ -193,6 +207,41 @@ func lastEntries(ln chain.Lane, n int) ([]laneEntry, error) {
 type laneEntry struct {
 	lane chain.Lane
 	e    *record.Entry
+	// unverified: no signature of the chain's key covers it (see signed).
+	unverified bool
+}
+
+// signed is how far a lane's key vouches: its last checkpoint's seq and
+// hash, when that checkpoint's signature is the key's.
+type signed struct {
+	seq  uint64
+	hash record.Digest
+	ok   bool
+}
+
+// signedThrough reads the last signature of a lane, checked with the
+// public key beside it (as aegis verify checks by default).
+func signedThrough(ln chain.Lane) (signed, error) {
+	b, err := os.ReadFile(filepath.Join(ln.Dir, chain.PublicKeyFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return signed{}, nil // no key: nothing is vouched for
+	}
+	if err != nil {
+		return signed{}, err
+	}
+	pub, err := chain.ParsePublicKey(b)
+	if err != nil {
+		return signed{}, fmt.Errorf("%s: %w", ln.Dir, err)
+	}
+	seq, h, ok, err := chain.LastSignature(ln.Dir, pub)
+	return signed{seq, h, ok}, err
+}
+
+// covers reports whether the signature vouches for e: e comes no later
+// than the signed entry, and is not the signed seq with another hash.
+// (The readers check that the entries link to each other.)
+func (s signed) covers(e *record.Entry) bool {
+	return s.ok && (e.Seq < s.seq || e.Seq == s.seq && e.Hash == s.hash)
 }
 
 // cmdKey prints the chain's public key, to keep a copy apart from the chain.

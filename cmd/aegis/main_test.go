@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -19,7 +21,52 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"aegis":    func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		"mcpdrive": func() { os.Exit(mcpDrive(os.Args[1:])) },
+		"forge":    func() { os.Exit(forge(os.Args[1:])) },
 	})
+}
+
+// forge DIR REASON appends to the chain in DIR an entry after its last,
+// linked and hashed as aegis would write it but signed by nothing: what
+// anybody who can write the file can do. It copies the last entry's axes
+// with a new reason.
+func forge(argv []string) int {
+	if len(argv) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: forge DIR REASON")
+		return 2
+	}
+	var last record.Entry
+	if err := chain.Scan(argv[0], func(e *record.Entry) error { last = *e; return nil }); err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		return 1
+	}
+	e := last
+	e.Seq, e.Prev, e.Reason, e.Decision = last.Seq+1, last.Hash, argv[1], record.Allow
+	h, err := e.ComputeHash()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		return 1
+	}
+	e.Hash = h
+	line, err := e.MarshalJSON()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		return 1
+	}
+	segs, _ := filepath.Glob(filepath.Join(argv[0], "chain-*.jsonl"))
+	if len(segs) == 0 {
+		fmt.Fprintln(os.Stderr, "forge: no segment")
+		return 1
+	}
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		_, err = f.Write(append(line, '\n'))
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "forge:", err)
+		return 1
+	}
+	return 0
 }
 
 // TestScripts runs the CLI scenarios in testdata/script: each is a txtar

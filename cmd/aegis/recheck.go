@@ -54,14 +54,23 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var total, flips, kept int
+	var total, flips, kept, unverified int
 	perRule := map[string]int{}
 	// A recheck reads every entry once and keeps little: fewer, larger
 	// collections cost less CPU than the default.
 	debug.SetGCPercent(400)
 	for _, ln := range lanes {
+		sig, err := signedThrough(ln)
+		if err != nil {
+			return err
+		}
 		err = eng.RecheckChain(ln.Dir, func(e *record.Entry, v gateway.Verdict, ok bool) error {
 			total++
+			mark := ""
+			if !sig.covers(e) {
+				unverified++
+				mark = " [UNVERIFIED]"
+			}
 			if !ok {
 				kept++
 				return nil
@@ -79,7 +88,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 				perRule[r]++
 			}
 			if !*quiet {
-				fmt.Fprintf(stdout, "seq %s: %s/%s by %q: %s -> %s: %s\n", ln.EntryName(e.Seq), e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason())
+				fmt.Fprintf(stdout, "seq %s: %s/%s by %q: %s -> %s: %s%s\n", ln.EntryName(e.Seq), e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason(), mark)
 			}
 			return nil
 		})
@@ -88,6 +97,12 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stdout, "%d entries, %d flip, %d decided by aegis's own checks and kept\n", total, flips, kept)
+	switch {
+	case unverified == 1:
+		fmt.Fprintln(stdout, "1 entry after the last signature is not vouched for by the chain's key (aegis verify says more)")
+	case unverified > 1:
+		fmt.Fprintf(stdout, "%d entries after the last signature are not vouched for by the chain's key (aegis verify says more)\n", unverified)
+	}
 	ids := make([]string, 0, len(perRule))
 	for id := range perRule {
 		ids = append(ids, id)

@@ -2,9 +2,12 @@ package chain
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // TailSigned reports whether the chain in dir ends signed: whether the
@@ -59,4 +62,45 @@ func segmentTailSigned(path string) (signed, empty bool, err error) {
 		return false, false, nil // a last line longer than any checkpoint
 	}
 	return bytes.HasPrefix(buf[start:], checkpointPrefix), false, nil
+}
+
+// LastSignature returns the seq and hash that the last checkpoint of the
+// chain in dir signs, when its signature is pub's: every entry up to seq
+// that links to that hash is vouched for by the key, and every entry after
+// it is not (yet) — one a crash left acknowledged and unsigned, or one
+// anybody appended by hand. ok is false when no checkpoint of the last
+// segments that hold one verifies. A checkpoint that does not verify is
+// not skipped for an earlier one: what follows a bad signature vouches for
+// nothing.
+//
+// It reads the segments from the last one back to the first that holds a
+// checkpoint (a segment ends with one, so at most two in practice). It
+// checks signatures only: the entries' links are the reader's to check
+// (Scan and ScanFrom do).
+func LastSignature(dir string, pub ed25519.PublicKey) (seq uint64, hash record.Digest, ok bool, err error) {
+	segs, err := listSegments(dir)
+	if err != nil {
+		return 0, hash, false, err
+	}
+	id := keyID(pub)
+	for i := len(segs) - 1; i >= 0; i-- {
+		data, err := os.ReadFile(segs[i].path)
+		if err != nil {
+			return 0, hash, false, fmt.Errorf("chain: %w", err)
+		}
+		for end := len(data); end > 0; {
+			start := bytes.LastIndexByte(data[:end-1], '\n') + 1
+			line := bytes.TrimSuffix(data[start:end], []byte("\n"))
+			end = start
+			if !bytes.HasPrefix(line, checkpointPrefix) {
+				continue
+			}
+			c, err := decodeCheckpoint(line)
+			if err != nil || !c.verify(pub, id) {
+				return 0, hash, false, nil
+			}
+			return c.seq, c.hash, true, nil
+		}
+	}
+	return 0, hash, false, nil
 }

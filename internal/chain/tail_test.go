@@ -1,10 +1,13 @@
 package chain
 
 import (
+	"crypto/ed25519"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 func TestTailSigned(t *testing.T) {
@@ -92,4 +95,119 @@ func TestTailSigned(t *testing.T) {
 	if _, err := TailSigned(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("TailSigned of a missing directory: no error")
 	}
+}
+
+// appendByHand appends to dir's last segment an entry after its last one,
+// linked and hashed as a Log would, with no key: what anybody with write
+// access to the file can do.
+func appendByHand(t *testing.T, dir string) uint64 {
+	t.Helper()
+	var last record.Entry
+	if err := Scan(dir, func(e *record.Entry) error { last = *e; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	e := *entryN(99)
+	e.V, e.Seq, e.Prev, e.Time = record.Version, last.Seq+1, last.Hash, last.Time
+	e.Reason = "appended by hand"
+	h, err := e.ComputeHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Hash = h
+	line, err := e.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := listSegments(dir)
+	f, err := os.OpenFile(segs[len(segs)-1].path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	return e.Seq
+}
+
+// TestLastSignature: the last checkpoint a chain's key signed says how far
+// the key vouches; an entry appended by hand after it (which Scan reads
+// as well formed) lies beyond; a forged or foreign signature vouches for
+// nothing.
+func TestLastSignature(t *testing.T) {
+	pubOf := func(t *testing.T, dir string) ed25519.PublicKey {
+		b, err := os.ReadFile(filepath.Join(dir, PublicKeyFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, err := ParsePublicKey(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pub
+	}
+	lastHash := func(t *testing.T, dir string, seq uint64) (h record.Digest) {
+		Scan(dir, func(e *record.Entry) error {
+			if e.Seq == seq {
+				h = e.Hash
+			}
+			return nil
+		})
+		return h
+	}
+	t.Run("closed", func(t *testing.T) {
+		dir := t.TempDir()
+		logChain(t, dir, &Options{SegmentSize: 8 << 10}, 40)
+		seq, h, ok, err := LastSignature(dir, pubOf(t, dir))
+		if err != nil || !ok || seq != 40 || h != lastHash(t, dir, 40) {
+			t.Fatalf("LastSignature = %d, %x, %v, %v; want 40, its hash, true", seq, h, ok, err)
+		}
+	})
+	t.Run("appended by hand", func(t *testing.T) {
+		dir := t.TempDir()
+		logChain(t, dir, nil, 5)
+		if got := appendByHand(t, dir); got != 6 {
+			t.Fatalf("appended seq %d", got)
+		}
+		n := 0
+		if err := Scan(dir, func(*record.Entry) error { n++; return nil }); err != nil || n != 6 {
+			t.Fatalf("Scan read %d entries, %v: the hand-appended one must look well formed", n, err)
+		}
+		seq, _, ok, err := LastSignature(dir, pubOf(t, dir))
+		if err != nil || !ok || seq != 5 {
+			t.Fatalf("LastSignature = %d, %v, %v; want 5", seq, ok, err)
+		}
+	})
+	t.Run("another key", func(t *testing.T) {
+		dir, other := t.TempDir(), t.TempDir()
+		logChain(t, dir, nil, 3)
+		logChain(t, other, nil, 1)
+		if _, _, ok, err := LastSignature(dir, pubOf(t, other)); ok || err != nil {
+			t.Fatalf("another key's LastSignature ok = %v, %v", ok, err)
+		}
+	})
+	t.Run("a forged signature", func(t *testing.T) {
+		dir := t.TempDir()
+		logChain(t, dir, nil, 3)
+		segs, _ := listSegments(dir)
+		p := segs[len(segs)-1].path
+		b, _ := os.ReadFile(p)
+		i := strings.LastIndex(string(b), `"sig":"`) + len(`"sig":"`)
+		if b[i] == '0' {
+			b[i] = '1'
+		} else {
+			b[i] = '0'
+		}
+		os.WriteFile(p, b, 0o600)
+		if _, _, ok, err := LastSignature(dir, pubOf(t, dir)); ok || err != nil {
+			t.Fatalf("a forged last signature: ok = %v, %v", ok, err)
+		}
+	})
+	t.Run("empty", func(t *testing.T) {
+		dir := t.TempDir()
+		logChain(t, dir, nil, 0)
+		if _, _, ok, err := LastSignature(dir, pubOf(t, dir)); ok || err != nil {
+			t.Fatalf("no entries: ok = %v, %v", ok, err)
+		}
+	})
 }
