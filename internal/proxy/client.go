@@ -301,9 +301,12 @@ func (r *relay) decide(p *pendingCall) {
 		r.mu.Lock()
 		delete(r.inflight, req.key)
 		cancelled := req.cancelled
+		if !cancelled {
+			r.answering++
+		}
 		r.mu.Unlock()
 		if !cancelled { // a cancelled request expects no answer
-			r.toClient(toolError(req.id, reason))
+			r.answer(toolError(req.id, reason))
 		}
 		return
 	}
@@ -311,14 +314,20 @@ func (r *relay) decide(p *pendingCall) {
 	r.mu.Lock()
 	if gone := r.gone; gone != nil {
 		delete(r.inflight, req.key)
+		r.answering++
 		r.mu.Unlock()
 		r.smu.Unlock()
-		r.toClient(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v", gone)))
+		r.answer(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v", gone)))
 		return
 	}
 	req.forwarded = true
 	held := req.held
 	req.held = nil
+	if req.cancelled {
+		// The client cancelled the call while it was gated: it expects no
+		// answer, so the call leaves the table now, as in forwardCancel.
+		delete(r.inflight, req.key)
+	}
 	r.mu.Unlock()
 	r.writeServer(msg)
 	for _, h := range held {

@@ -87,6 +87,14 @@
 // reading the server, exactly as without aegis. At shutdown the relay gives up on such a peer after a grace
 // period instead of waiting for it.
 //
+// The calls being decided are bounded too: they count against
+// [Options.MaxInFlight] with the requests at the server, and so does each
+// answer the relay owes for a call it refused, until it is written. Once the
+// cap is full a further request is answered with a JSON-RPC error, which
+// waits for the client like any answer, so a client that sends calls and
+// reads nothing stops being read, as without aegis, instead of making the
+// relay hold its refusals.
+//
 // # Lifecycle
 //
 // [Run] starts the server, relays until one side ends, and shuts the server

@@ -42,7 +42,12 @@ type relay struct {
 
 	mu       sync.Mutex
 	inflight map[string]*request // the client's requests being gated or at the server, by requestKey
-	gone     error               // set when the server has gone; later requests are answered with it
+	// answering counts the answers the relay owes the client and is
+	// writing from a goroutine of its own (a refusal, a server gone): they
+	// count against maxReqs with inflight, so that a client that does not
+	// read cannot make the relay hold one goroutine per refused call.
+	answering int
+	gone      error // set when the server has gone; later requests are answered with it
 
 	idle     chan *reading  // readers waiting to take over the client's input
 	handoff  handoff        // the standby reader's
@@ -113,7 +118,8 @@ func (r *relay) register(reqs ...*request) (code int, err error) {
 	if r.gone != nil {
 		return codeServerGone, fmt.Errorf("aegis: %v", r.gone)
 	}
-	if len(r.inflight)+len(reqs) > r.maxReqs {
+	if len(r.inflight)+r.answering+len(reqs) > r.maxReqs {
+		r.log.Warn("proxy: refused request: too many awaiting an answer", "limit", r.maxReqs)
 		return codeInternalError, fmt.Errorf("aegis: more than %d requests awaiting an answer", r.maxReqs)
 	}
 	for i, req := range reqs {
@@ -172,6 +178,17 @@ func (r *relay) answerGone(why error, waiting []*request) {
 		}
 		r.toClient(errorResponse(req.id, codeServerGone, msg))
 	}
+}
+
+// answer writes a call's answer that a goroutine of its own produced (a
+// decision, not the server's response), after the call left the in-flight
+// table. The answer holds its slot until it is written (see answering).
+// The caller MUST have counted it in r.answering under r.mu.
+func (r *relay) answer(msg []byte) {
+	r.toClient(msg)
+	r.mu.Lock()
+	r.answering--
+	r.mu.Unlock()
 }
 
 // toClient writes one message to the client. After a failed write, or once

@@ -21,8 +21,10 @@ type Options struct {
 	MaxMessageBytes int
 	// MaxDepth caps how deeply a message's JSON may nest. Zero means 256.
 	MaxDepth int
-	// MaxInFlight caps the client's requests awaiting an answer (being gated
-	// or at the server); more are answered with an error. Zero means 1024.
+	// MaxInFlight caps the client's requests awaiting an answer: being
+	// gated, at the server, or refused with the refusal not yet written to
+	// the client. More are answered with a JSON-RPC error. Zero means
+	// [DefaultMaxInFlight].
 	MaxInFlight int
 
 	// StderrLog is a file the server's stderr is appended to (created with
@@ -49,6 +51,10 @@ type Options struct {
 // DefaultMaxMessageBytes is the default cap on one message.
 const DefaultMaxMessageBytes = 16 << 20
 
+// DefaultMaxInFlight is the default cap on the client's requests awaiting
+// an answer.
+const DefaultMaxInFlight = 1024
+
 func (o *Options) resolve() Options {
 	var r Options
 	if o != nil {
@@ -61,7 +67,7 @@ func (o *Options) resolve() Options {
 		r.MaxDepth = 256
 	}
 	if r.MaxInFlight <= 0 {
-		r.MaxInFlight = 1024
+		r.MaxInFlight = DefaultMaxInFlight
 	}
 	if r.Stderr == nil {
 		r.Stderr = os.Stderr
