@@ -314,24 +314,41 @@ func (r *relay) decide(p *pendingCall) {
 	r.mu.Lock()
 	if gone := r.gone; gone != nil {
 		delete(r.inflight, req.key)
-		r.answering++
+		cancelled := req.cancelled
+		if !cancelled {
+			r.answering++
+		}
 		r.mu.Unlock()
 		r.smu.Unlock()
-		r.answer(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v", gone)))
+		r.undelivered(req, NotSent)
+		if !cancelled {
+			r.answer(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v; the call was not sent", gone)))
+		}
 		return
 	}
+	// Marked forwarded before the write: the server may answer before the
+	// write returns.
 	req.forwarded = true
 	held := req.held
 	req.held = nil
-	if req.cancelled {
-		// The client cancelled the call while it was gated: it expects no
-		// answer, so the call leaves the table now, as in forwardCancel.
-		delete(r.inflight, req.key)
-	}
+	cancelled := req.cancelled
 	r.mu.Unlock()
-	r.writeServer(msg)
+	if err := r.writeServer(msg); err != nil {
+		r.smu.Unlock()
+		r.unsent(req)
+		return
+	}
 	for _, h := range held {
 		r.writeServer(h)
+	}
+	if cancelled {
+		// The client cancelled the call while it was gated: it expects no
+		// answer, so the call leaves the table, as in forwardCancel.
+		r.mu.Lock()
+		if r.inflight[req.key] == req {
+			delete(r.inflight, req.key)
+		}
+		r.mu.Unlock()
 	}
 	r.smu.Unlock()
 }

@@ -101,6 +101,12 @@
 // down: see its documentation. The server's stderr is copied to aegis's
 // stderr and to a log file as it comes.
 //
+// A call the gate let through is never left looking served when it was
+// not: if the server goes before it is written, or before it is answered,
+// the client gets an error that says which, and a gate that implements
+// [UndeliveredRecorder] hears of it once, so that the record of the
+// decision can say so.
+//
 // # Waiting
 //
 // The relay waits for both peers in Go's poller, not in threads blocked in

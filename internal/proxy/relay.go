@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,8 +16,9 @@ import (
 // documentation for what it guarantees.
 type relay struct {
 	gate     Gate
-	tools    ToolsChecker  // nil if the gate does not check tool lists
-	results  ResultChecker // nil if the gate does not check results
+	tools    ToolsChecker        // nil if the gate does not check tool lists
+	results  ResultChecker       // nil if the gate does not check results
+	losses   UndeliveredRecorder // nil if the gate does not record losses
 	log      *slog.Logger
 	maxMsg   int
 	maxDepth int
@@ -108,6 +110,7 @@ func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o option
 	}
 	r.tools, _ = gate.(ToolsChecker)
 	r.results, _ = gate.(ResultChecker)
+	r.losses, _ = gate.(UndeliveredRecorder)
 	return r
 }
 
@@ -176,7 +179,43 @@ func (r *relay) answerGone(why error, waiting []*request) {
 		if req.cancelled {
 			continue // the client cancelled it and expects no answer
 		}
+		r.undelivered(req, NoAnswer)
 		r.toClient(errorResponse(req.id, codeServerGone, msg))
+	}
+}
+
+// undelivered tells the gate that a call it let through got no answer
+// from the server, if req is a call and the gate wants to know.
+func (r *relay) undelivered(req *request, why Loss) {
+	if req.call == nil {
+		return
+	}
+	r.log.Warn("proxy: call got no answer from the server", "tool", req.call.Tool, "id", truncate(req.id), "why", why)
+	if r.losses != nil {
+		r.losses.Undelivered(context.WithoutCancel(r.ctx), req.call, why)
+	}
+}
+
+// unsent handles a call the gate let through whose write to the server
+// failed: unless the server's going answered it already, it leaves the
+// table, the gate hears it was not sent, and the client is told.
+func (r *relay) unsent(req *request) {
+	r.mu.Lock()
+	owned := r.inflight[req.key] == req
+	cancelled := req.cancelled
+	if owned {
+		delete(r.inflight, req.key)
+		if !cancelled {
+			r.answering++
+		}
+	}
+	r.mu.Unlock()
+	if !owned {
+		return
+	}
+	r.undelivered(req, NotSent)
+	if !cancelled {
+		r.answer(errorResponse(req.id, codeServerGone, "aegis: the call could not be sent to the MCP server; it did not run"))
 	}
 }
 
@@ -214,15 +253,21 @@ func (r *relay) toServer(msg []byte) {
 	r.writeServer(msg)
 }
 
+// errServerClosed is writeServer's error once the server's input is closed.
+var errServerClosed = errors.New("the MCP server's input is closed")
+
 // writeServer writes one message to the server; r.smu must be held. A failed
-// write is logged: the server is gone, which its reader will notice.
-func (r *relay) writeServer(msg []byte) {
+// write is logged: the server is gone, which its reader will notice. The
+// error says only that msg was not written whole.
+func (r *relay) writeServer(msg []byte) error {
 	if r.serverEOF.Load() {
-		return
+		return errServerClosed
 	}
-	if err := writeLine(r.server, msg); err != nil && !r.serverEOF.Load() {
+	err := writeLine(r.server, msg)
+	if err != nil && !r.serverEOF.Load() {
 		r.log.Warn("proxy: writing to server", "err", err)
 	}
+	return err
 }
 
 // closeServer closes the server's input, after the write in progress if

@@ -288,6 +288,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		}
 	case <-r.clientGone:
 		shutdown()
+		gone() // nothing reaches the client now, but the gate hears of the calls left unanswered
 		err = fmt.Errorf("proxy: writing to the client: %w", r.clientErr)
 	case <-serverDone:
 		// The server closed its output; it is as good as gone.
