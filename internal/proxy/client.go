@@ -332,6 +332,10 @@ func (r *relay) decide(p *pendingCall) {
 	held := req.held
 	req.held = nil
 	cancelled := req.cancelled
+	if !cancelled {
+		// Its cancellation waits for r.smu, so it follows the write.
+		r.startTimeout(req)
+	}
 	r.mu.Unlock()
 	if err := r.writeServer(msg); err != nil {
 		r.smu.Unlock()
@@ -398,6 +402,7 @@ func (r *relay) forwardCancel(line []byte, m message) {
 			// session ends), a late answer is dropped as answering
 			// nothing, and if the server goes, none is invented.
 			req.cancelled = true
+			r.stopTimeout(req)
 			delete(r.inflight, key)
 		}
 		r.mu.Unlock()

@@ -97,8 +97,9 @@ func (w *Withheld) Error() string { return "result withheld: " + w.Reason }
 //
 // The relay calls Undelivered once for each call that [Gate.Call] let
 // through and that the server did not answer through the relay: the call
-// was never written to the server ([NotSent]), or the server exited or was
-// shut down before answering ([NoAnswer]). In each case the client has
+// was never written to the server ([NotSent]), the server exited or was
+// shut down before answering ([NoAnswer]), or it did not answer within
+// [Options.CallTimeout] ([TimedOut]). In each case the client has
 // been, or is about to be, told so with an error (unless it cancelled the
 // call). c is the *Call that Gate.Call was
 // given. It is not called for a call the server answered (even if the
@@ -127,6 +128,11 @@ const (
 	// output or was shut down before answering it. It may have run, in
 	// part or whole.
 	NoAnswer
+	// TimedOut: the call was written and the server did not answer it
+	// within [Options.CallTimeout]; the relay sent the server
+	// notifications/cancelled for it and drops a late answer. It may have
+	// run, or still be running.
+	TimedOut
 )
 
 func (l Loss) String() string {
@@ -135,6 +141,8 @@ func (l Loss) String() string {
 		return "not-sent"
 	case NoAnswer:
 		return "no-answer"
+	case TimedOut:
+		return "timed-out"
 	}
 	return "Loss(" + strconv.Itoa(int(l)) + ")"
 }

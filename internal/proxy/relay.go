@@ -24,6 +24,9 @@ type relay struct {
 	maxDepth int
 	maxReqs  int
 
+	callTimeout time.Duration                       // 0: none
+	afterFunc   func(time.Duration, func()) stopper // starts a call's timeout
+
 	ctx context.Context // parent of every gate's context; cancelled when the relay stops
 
 	// cmu serialises writes to the client.
@@ -86,31 +89,39 @@ type request struct {
 	cancelled bool     // the client sent notifications/cancelled for it
 	held      [][]byte // messages to forward right after the call (its cancellation)
 	cancel    context.CancelFunc
+	timer     stopper // the call's timeout, once forwarded; nil if none
 }
 
 type options struct {
 	maxMsg, maxDepth, maxReqs int
+	callTimeout               time.Duration
+	afterFunc                 func(time.Duration, func()) stopper // nil: time.AfterFunc
 	log                       *slog.Logger
 }
 
 func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o options) *relay {
 	r := &relay{
-		gate:       gate,
-		log:        o.log,
-		maxMsg:     o.maxMsg,
-		maxDepth:   o.maxDepth,
-		maxReqs:    o.maxReqs,
-		ctx:        ctx,
-		client:     client,
-		clientGone: make(chan struct{}),
-		smu:        make(chanMutex, 1),
-		idle:       make(chan *reading),
-		server:     server,
-		inflight:   make(map[string]*request),
+		gate:        gate,
+		log:         o.log,
+		maxMsg:      o.maxMsg,
+		maxDepth:    o.maxDepth,
+		maxReqs:     o.maxReqs,
+		callTimeout: o.callTimeout,
+		afterFunc:   o.afterFunc,
+		ctx:         ctx,
+		client:      client,
+		clientGone:  make(chan struct{}),
+		smu:         make(chanMutex, 1),
+		idle:        make(chan *reading),
+		server:      server,
+		inflight:    make(map[string]*request),
 	}
 	r.tools, _ = gate.(ToolsChecker)
 	r.results, _ = gate.(ResultChecker)
 	r.losses, _ = gate.(UndeliveredRecorder)
+	if r.afterFunc == nil {
+		r.afterFunc = afterFunc
+	}
 	return r
 }
 
@@ -165,6 +176,7 @@ func (r *relay) markGone(why error) []*request {
 	var waiting []*request
 	for key, req := range r.inflight {
 		if req.forwarded {
+			r.stopTimeout(req)
 			waiting = append(waiting, req)
 			delete(r.inflight, key)
 		}
@@ -204,6 +216,7 @@ func (r *relay) unsent(req *request) {
 	owned := r.inflight[req.key] == req
 	cancelled := req.cancelled
 	if owned {
+		r.stopTimeout(req)
 		delete(r.inflight, req.key)
 		if !cancelled {
 			r.answering++

@@ -21,6 +21,14 @@ type Options struct {
 	MaxMessageBytes int
 	// MaxDepth caps how deeply a message's JSON may nest. Zero means 256.
 	MaxDepth int
+	// CallTimeout, if positive, is how long the relay waits for the
+	// server's answer to a tools/call, counted from when the call is
+	// forwarded (the gate's time is not counted). Then the client receives
+	// a tool result with isError set that names the timeout (the model
+	// reads it; a JSON-RPC error may not reach it), the server receives
+	// notifications/cancelled for the call, and a late answer is dropped.
+	// Zero means none.
+	CallTimeout time.Duration
 	// MaxInFlight caps the client's requests awaiting an answer: being
 	// gated, at the server, or refused with the refusal not yet written to
 	// the client. More are answered with a JSON-RPC error. Zero means
@@ -200,7 +208,8 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := newRelay(rctx, stdout, toServer, gate, options{
-		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight, log: opts.Logger,
+		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight,
+		callTimeout: opts.CallTimeout, log: opts.Logger,
 	})
 
 	exited := make(chan struct{})
