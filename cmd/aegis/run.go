@@ -149,6 +149,8 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	relay := cfg.Relay[name]
 	err = proxy.Run(ctx, stdin, stdout, cmd, relayGate{sess}, &proxy.Options{
 		MaxMessageBytes: int(relay.MaxMessageBytes),
+		MaxInFlight:     relay.MaxInFlight,
+		CallTimeout:     relay.CallTimeout,
 		StderrLog:       state.StderrLog(name),
 		StderrLogBytes:  relay.StderrLogBytes,
 		Stderr:          stderr,

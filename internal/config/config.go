@@ -122,6 +122,12 @@ type fileServer struct {
 	// StderrLogBytes is the size the server's stderr log is kept under;
 	// 0: the relay's default.
 	StderrLogBytes int64 `yaml:"stderr_log_bytes"`
+	// MaxInFlight caps the client's requests awaiting an answer; 0: the
+	// relay's default.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// CallTimeout is how long a forwarded tools/call may wait for the
+	// server's answer; 0: no limit.
+	CallTimeout time.Duration `yaml:"call_timeout"`
 }
 
 type fileDLP struct {
@@ -211,6 +217,12 @@ type Relay struct {
 	MaxMessageBytes int64
 	// StderrLogBytes is the size the server's stderr log is kept under.
 	StderrLogBytes int64
+	// MaxInFlight caps the client's requests awaiting an answer (being
+	// gated, at the server, or refused and not yet told).
+	MaxInFlight int
+	// CallTimeout is how long a forwarded tools/call may wait for the
+	// server's answer; 0: no limit.
+	CallTimeout time.Duration
 }
 
 // Bounds of the relay settings: a message cap below 64 KiB would refuse
@@ -219,6 +231,21 @@ type Relay struct {
 const (
 	minRelayBytes   = 64 << 10
 	maxMessageBytes = 1 << 30
+)
+
+// Bounds of max_in_flight: fewer than 8 would refuse a client's ordinary
+// concurrency (a tools/list while calls run), and each slot may hold a
+// message of up to max_message_bytes.
+const (
+	minInFlight = 8
+	maxInFlight = 1 << 16
+)
+
+// Bounds of call_timeout: under a second would cut short ordinary tools,
+// and a day is past any client's own patience.
+const (
+	minCallTimeout = time.Second
+	maxCallTimeout = 24 * time.Hour
 )
 
 // resolvePattern resolves the symbolic links of a policy path on this
@@ -392,10 +419,16 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		if b := fs.StderrLogBytes; b != 0 && b < minRelayBytes {
 			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: stderr_log_bytes %d: want at least %d (0 or absent: 16 MiB)", name, b, minRelayBytes)
 		}
+		if n := fs.MaxInFlight; n != 0 && (n < minInFlight || n > maxInFlight) {
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: max_in_flight %d: want %d to %d (0 or absent: 1024)", name, n, minInFlight, maxInFlight)
+		}
+		if d := fs.CallTimeout; d != 0 && (d < minCallTimeout || d > maxCallTimeout) {
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: call_timeout %v: want %v to %v (0 or absent: none)", name, d, minCallTimeout, maxCallTimeout)
+		}
 		if c.Relay == nil {
 			c.Relay = map[string]Relay{}
 		}
-		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes}
+		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout}
 		c.Servers = append(c.Servers, s)
 	}
 	return c, nil

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/dlp"
@@ -100,6 +101,13 @@ func TestParseErrors(t *testing.T) {
 		{"message cap too large", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_message_bytes: 1073741825}\n", `max_message_bytes 1073741825: want 65536 to`},
 		{"negative message cap", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_message_bytes: -1}\n", `max_message_bytes -1`},
 		{"message cap not a number", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_message_bytes: 16MiB}\n", `c.yaml:4:27: want an integer`},
+		{"in-flight cap too small", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_in_flight: 7}\n", `c.yaml:4:7: server "fs": max_in_flight 7: want 8 to 65536`},
+		{"in-flight cap too large", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_in_flight: 65537}\n", `max_in_flight 65537: want 8 to 65536`},
+		{"negative in-flight cap", "version: 1\npolicy: p.yaml\nservers:\n  fs: {max_in_flight: -1}\n", `max_in_flight -1`},
+		{"call timeout too short", "version: 1\npolicy: p.yaml\nservers:\n  fs: {call_timeout: 500ms}\n", `c.yaml:4:7: server "fs": call_timeout 500ms: want 1s to 24h0m0s`},
+		{"call timeout too long", "version: 1\npolicy: p.yaml\nservers:\n  fs: {call_timeout: 25h}\n", `call_timeout 25h0m0s: want 1s to 24h0m0s`},
+		{"negative call timeout", "version: 1\npolicy: p.yaml\nservers:\n  fs: {call_timeout: -1s}\n", `call_timeout -1s`},
+		{"call timeout not a duration", "version: 1\npolicy: p.yaml\nservers:\n  fs: {call_timeout: 30}\n", `c.yaml:4:22: want a duration`},
 		{"stderr log too small", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: 100}\n", `server "fs": stderr_log_bytes 100: want at least 65536`},
 		{"negative stderr log", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: -5}\n", `stderr_log_bytes -5`},
 	}
@@ -156,12 +164,12 @@ func TestDLPDefaults(t *testing.T) {
 // absent ones are zero (the relay's defaults).
 func TestRelaySettings(t *testing.T) {
 	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
-	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  media: {max_message_bytes: 67108864, stderr_log_bytes: 1048576}\n  fs: {}\n  bare:\n"), read)
+	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  media: {max_message_bytes: 67108864, stderr_log_bytes: 1048576, max_in_flight: 64, call_timeout: 2m}\n  fs: {}\n  bare:\n"), read)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]Relay{
-		"media": {MaxMessageBytes: 64 << 20, StderrLogBytes: 1 << 20},
+		"media": {MaxMessageBytes: 64 << 20, StderrLogBytes: 1 << 20, MaxInFlight: 64, CallTimeout: 2 * time.Minute},
 		"fs":    {},
 		"bare":  {},
 	}

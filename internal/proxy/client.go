@@ -301,9 +301,12 @@ func (r *relay) decide(p *pendingCall) {
 		r.mu.Lock()
 		delete(r.inflight, req.key)
 		cancelled := req.cancelled
+		if !cancelled {
+			r.answering++
+		}
 		r.mu.Unlock()
 		if !cancelled { // a cancelled request expects no answer
-			r.toClient(toolError(req.id, reason))
+			r.answer(toolError(req.id, reason))
 		}
 		return
 	}
@@ -311,18 +314,45 @@ func (r *relay) decide(p *pendingCall) {
 	r.mu.Lock()
 	if gone := r.gone; gone != nil {
 		delete(r.inflight, req.key)
+		cancelled := req.cancelled
+		if !cancelled {
+			r.answering++
+		}
 		r.mu.Unlock()
 		r.smu.Unlock()
-		r.toClient(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v", gone)))
+		r.undelivered(req, NotSent)
+		if !cancelled {
+			r.answer(errorResponse(req.id, codeServerGone, fmt.Sprintf("aegis: %v; the call was not sent", gone)))
+		}
 		return
 	}
+	// Marked forwarded before the write: the server may answer before the
+	// write returns.
 	req.forwarded = true
 	held := req.held
 	req.held = nil
+	cancelled := req.cancelled
+	if !cancelled {
+		// Its cancellation waits for r.smu, so it follows the write.
+		r.startTimeout(req)
+	}
 	r.mu.Unlock()
-	r.writeServer(msg)
+	if err := r.writeServer(msg); err != nil {
+		r.smu.Unlock()
+		r.unsent(req)
+		return
+	}
 	for _, h := range held {
 		r.writeServer(h)
+	}
+	if cancelled {
+		// The client cancelled the call while it was gated: it expects no
+		// answer, so the call leaves the table, as in forwardCancel.
+		r.mu.Lock()
+		if r.inflight[req.key] == req {
+			delete(r.inflight, req.key)
+		}
+		r.mu.Unlock()
 	}
 	r.smu.Unlock()
 }
@@ -372,6 +402,7 @@ func (r *relay) forwardCancel(line []byte, m message) {
 			// session ends), a late answer is dropped as answering
 			// nothing, and if the server goes, none is invented.
 			req.cancelled = true
+			r.stopTimeout(req)
 			delete(r.inflight, key)
 		}
 		r.mu.Unlock()

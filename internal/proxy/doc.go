@@ -87,11 +87,25 @@
 // reading the server, exactly as without aegis. At shutdown the relay gives up on such a peer after a grace
 // period instead of waiting for it.
 //
+// The calls being decided are bounded too: they count against
+// [Options.MaxInFlight] with the requests at the server, and so does each
+// answer the relay owes for a call it refused, until it is written. Once the
+// cap is full a further request is answered with a JSON-RPC error, which
+// waits for the client like any answer, so a client that sends calls and
+// reads nothing stops being read, as without aegis, instead of making the
+// relay hold its refusals.
+//
 // # Lifecycle
 //
 // [Run] starts the server, relays until one side ends, and shuts the server
 // down: see its documentation. The server's stderr is copied to aegis's
 // stderr and to a log file as it comes.
+//
+// A call the gate let through is never left looking served when it was
+// not: if the server goes before it is written, or before it is answered,
+// the client gets an error that says which, and a gate that implements
+// [UndeliveredRecorder] hears of it once, so that the record of the
+// decision can say so.
 //
 // # Waiting
 //

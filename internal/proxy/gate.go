@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 )
 
 // Gate decides a tools/call before it is forwarded to the server.
@@ -104,3 +105,59 @@ type Withheld struct {
 }
 
 func (w *Withheld) Error() string { return "result withheld: " + w.Reason }
+
+// UndeliveredRecorder is implemented by a [Gate] that records what became
+// of the calls it let through, so that a call recorded as allowed is not
+// left looking served when it was not.
+//
+// The relay calls Undelivered once for each call that [Gate.Call] let
+// through and that the server did not answer through the relay: the call
+// was never written to the server ([NotSent]), the server exited or was
+// shut down before answering ([NoAnswer]), or it did not answer within
+// [Options.CallTimeout] ([TimedOut]). In each case the client has
+// been, or is about to be, told so with an error (unless it cancelled the
+// call). c is the *Call that Gate.Call was
+// given. It is not called for a call the server answered (even if the
+// answer was withheld or could not be written to the client), for a refused
+// call, or for a call the client cancelled once it was sent: the client
+// asked for no answer. A call is reported at most once.
+//
+// Undelivered may be called from several goroutines at once, so it MUST be
+// safe for concurrent use. Its context is not cancelled when the relay
+// stops (the record is worth making then most of all); it SHOULD return
+// promptly, as the client's error waits for it, and at shutdown the relay
+// waits for it no longer than the grace period.
+type UndeliveredRecorder interface {
+	Undelivered(ctx context.Context, c *Call, why Loss)
+}
+
+// A Loss says why a call the gate let through got no answer from the
+// server.
+type Loss uint8
+
+const (
+	// NotSent: the call was never written to the server, which had gone
+	// or closed its input. The server did not run it.
+	NotSent Loss = iota + 1
+	// NoAnswer: the call was written, and the server exited, closed its
+	// output or was shut down before answering it. It may have run, in
+	// part or whole.
+	NoAnswer
+	// TimedOut: the call was written and the server did not answer it
+	// within [Options.CallTimeout]; the relay sent the server
+	// notifications/cancelled for it and drops a late answer. It may have
+	// run, or still be running.
+	TimedOut
+)
+
+func (l Loss) String() string {
+	switch l {
+	case NotSent:
+		return "not-sent"
+	case NoAnswer:
+		return "no-answer"
+	case TimedOut:
+		return "timed-out"
+	}
+	return "Loss(" + strconv.Itoa(int(l)) + ")"
+}

@@ -93,6 +93,13 @@ func newHarness(t *testing.T, gate Gate) *harness {
 
 func newHarnessOpts(t *testing.T, gate Gate, o options) *harness {
 	t.Helper()
+	return newHarnessWrap(t, gate, o, nil)
+}
+
+// newHarnessWrap is newHarnessOpts with the relay writing to the client
+// through wrap(w), if wrap is not nil.
+func newHarnessWrap(t *testing.T, gate Gate, o options, wrap func(io.Writer) io.Writer) *harness {
+	t.Helper()
 	cr, cw := io.Pipe() // client -> relay
 	rr, rw := io.Pipe() // relay -> client
 	sr, sw := io.Pipe() // relay -> server
@@ -101,7 +108,11 @@ func newHarnessOpts(t *testing.T, gate Gate, o options) *harness {
 	if o.log == nil {
 		o.log = testLogger(t)
 	}
-	r := newRelay(ctx, rw, sw, gate, o)
+	var toClient io.Writer = rw
+	if wrap != nil {
+		toClient = wrap(rw)
+	}
+	r := newRelay(ctx, toClient, sw, gate, o)
 	h := &harness{t: t, r: r, client: cw, server: ow, toCli: readLines(rr), toSrv: readLines(sr), cancel: cancel}
 	go r.clientLoop(cr)
 	go r.serverLoop(or)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,13 +16,17 @@ import (
 // documentation for what it guarantees.
 type relay struct {
 	gate     Gate
-	tools    ToolsChecker  // nil if the gate does not check tool lists
-	results  ResultChecker // nil if the gate does not check results
-	errs     ErrorChecker  // nil if the gate does not check error answers
+	tools    ToolsChecker        // nil if the gate does not check tool lists
+	results  ResultChecker       // nil if the gate does not check results
+	errs     ErrorChecker        // nil if the gate does not check error answers
+	losses   UndeliveredRecorder // nil if the gate does not record losses
 	log      *slog.Logger
 	maxMsg   int
 	maxDepth int
 	maxReqs  int
+
+	callTimeout time.Duration                       // 0: none
+	afterFunc   func(time.Duration, func()) stopper // starts a call's timeout
 
 	ctx context.Context // parent of every gate's context; cancelled when the relay stops
 
@@ -43,7 +48,12 @@ type relay struct {
 
 	mu       sync.Mutex
 	inflight map[string]*request // the client's requests being gated or at the server, by requestKey
-	gone     error               // set when the server has gone; later requests are answered with it
+	// answering counts the answers the relay owes the client and is
+	// writing from a goroutine of its own (a refusal, a server gone): they
+	// count against maxReqs with inflight, so that a client that does not
+	// read cannot make the relay hold one goroutine per refused call.
+	answering int
+	gone      error // set when the server has gone; later requests are answered with it
 
 	idle     chan *reading  // readers waiting to take over the client's input
 	handoff  handoff        // the standby reader's
@@ -80,31 +90,40 @@ type request struct {
 	cancelled bool     // the client sent notifications/cancelled for it
 	held      [][]byte // messages to forward right after the call (its cancellation)
 	cancel    context.CancelFunc
+	timer     stopper // the call's timeout, once forwarded; nil if none
 }
 
 type options struct {
 	maxMsg, maxDepth, maxReqs int
+	callTimeout               time.Duration
+	afterFunc                 func(time.Duration, func()) stopper // nil: time.AfterFunc
 	log                       *slog.Logger
 }
 
 func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o options) *relay {
 	r := &relay{
-		gate:       gate,
-		log:        o.log,
-		maxMsg:     o.maxMsg,
-		maxDepth:   o.maxDepth,
-		maxReqs:    o.maxReqs,
-		ctx:        ctx,
-		client:     client,
-		clientGone: make(chan struct{}),
-		smu:        make(chanMutex, 1),
-		idle:       make(chan *reading),
-		server:     server,
-		inflight:   make(map[string]*request),
+		gate:        gate,
+		log:         o.log,
+		maxMsg:      o.maxMsg,
+		maxDepth:    o.maxDepth,
+		maxReqs:     o.maxReqs,
+		callTimeout: o.callTimeout,
+		afterFunc:   o.afterFunc,
+		ctx:         ctx,
+		client:      client,
+		clientGone:  make(chan struct{}),
+		smu:         make(chanMutex, 1),
+		idle:        make(chan *reading),
+		server:      server,
+		inflight:    make(map[string]*request),
 	}
 	r.tools, _ = gate.(ToolsChecker)
 	r.results, _ = gate.(ResultChecker)
 	r.errs, _ = gate.(ErrorChecker)
+	r.losses, _ = gate.(UndeliveredRecorder)
+	if r.afterFunc == nil {
+		r.afterFunc = afterFunc
+	}
 	return r
 }
 
@@ -115,7 +134,8 @@ func (r *relay) register(reqs ...*request) (code int, err error) {
 	if r.gone != nil {
 		return codeServerGone, fmt.Errorf("aegis: %v", r.gone)
 	}
-	if len(r.inflight)+len(reqs) > r.maxReqs {
+	if len(r.inflight)+r.answering+len(reqs) > r.maxReqs {
+		r.log.Warn("proxy: refused request: too many awaiting an answer", "limit", r.maxReqs)
 		return codeInternalError, fmt.Errorf("aegis: more than %d requests awaiting an answer", r.maxReqs)
 	}
 	for i, req := range reqs {
@@ -158,6 +178,7 @@ func (r *relay) markGone(why error) []*request {
 	var waiting []*request
 	for key, req := range r.inflight {
 		if req.forwarded {
+			r.stopTimeout(req)
 			waiting = append(waiting, req)
 			delete(r.inflight, key)
 		}
@@ -172,8 +193,56 @@ func (r *relay) answerGone(why error, waiting []*request) {
 		if req.cancelled {
 			continue // the client cancelled it and expects no answer
 		}
+		r.undelivered(req, NoAnswer)
 		r.toClient(errorResponse(req.id, codeServerGone, msg))
 	}
+}
+
+// undelivered tells the gate that a call it let through got no answer
+// from the server, if req is a call and the gate wants to know.
+func (r *relay) undelivered(req *request, why Loss) {
+	if req.call == nil {
+		return
+	}
+	r.log.Warn("proxy: call got no answer from the server", "tool", req.call.Tool, "id", truncate(req.id), "why", why)
+	if r.losses != nil {
+		r.losses.Undelivered(context.WithoutCancel(r.ctx), req.call, why)
+	}
+}
+
+// unsent handles a call the gate let through whose write to the server
+// failed: unless the server's going answered it already, it leaves the
+// table, the gate hears it was not sent, and the client is told.
+func (r *relay) unsent(req *request) {
+	r.mu.Lock()
+	owned := r.inflight[req.key] == req
+	cancelled := req.cancelled
+	if owned {
+		r.stopTimeout(req)
+		delete(r.inflight, req.key)
+		if !cancelled {
+			r.answering++
+		}
+	}
+	r.mu.Unlock()
+	if !owned {
+		return
+	}
+	r.undelivered(req, NotSent)
+	if !cancelled {
+		r.answer(errorResponse(req.id, codeServerGone, "aegis: the call could not be sent to the MCP server; it did not run"))
+	}
+}
+
+// answer writes a call's answer that a goroutine of its own produced (a
+// decision, not the server's response), after the call left the in-flight
+// table. The answer holds its slot until it is written (see answering).
+// The caller MUST have counted it in r.answering under r.mu.
+func (r *relay) answer(msg []byte) {
+	r.toClient(msg)
+	r.mu.Lock()
+	r.answering--
+	r.mu.Unlock()
 }
 
 // toClient writes one message to the client. After a failed write, or once
@@ -199,15 +268,21 @@ func (r *relay) toServer(msg []byte) {
 	r.writeServer(msg)
 }
 
+// errServerClosed is writeServer's error once the server's input is closed.
+var errServerClosed = errors.New("the MCP server's input is closed")
+
 // writeServer writes one message to the server; r.smu must be held. A failed
-// write is logged: the server is gone, which its reader will notice.
-func (r *relay) writeServer(msg []byte) {
+// write is logged: the server is gone, which its reader will notice. The
+// error says only that msg was not written whole.
+func (r *relay) writeServer(msg []byte) error {
 	if r.serverEOF.Load() {
-		return
+		return errServerClosed
 	}
-	if err := writeLine(r.server, msg); err != nil && !r.serverEOF.Load() {
+	err := writeLine(r.server, msg)
+	if err != nil && !r.serverEOF.Load() {
 		r.log.Warn("proxy: writing to server", "err", err)
 	}
+	return err
 }
 
 // closeServer closes the server's input, after the write in progress if

@@ -21,8 +21,18 @@ type Options struct {
 	MaxMessageBytes int
 	// MaxDepth caps how deeply a message's JSON may nest. Zero means 256.
 	MaxDepth int
-	// MaxInFlight caps the client's requests awaiting an answer (being gated
-	// or at the server); more are answered with an error. Zero means 1024.
+	// CallTimeout, if positive, is how long the relay waits for the
+	// server's answer to a tools/call, counted from when the call is
+	// forwarded (the gate's time is not counted). Then the client receives
+	// a tool result with isError set that names the timeout (the model
+	// reads it; a JSON-RPC error may not reach it), the server receives
+	// notifications/cancelled for the call, and a late answer is dropped.
+	// Zero means none.
+	CallTimeout time.Duration
+	// MaxInFlight caps the client's requests awaiting an answer: being
+	// gated, at the server, or refused with the refusal not yet written to
+	// the client. More are answered with a JSON-RPC error. Zero means
+	// [DefaultMaxInFlight].
 	MaxInFlight int
 
 	// StderrLog is a file the server's stderr is appended to (created with
@@ -49,6 +59,10 @@ type Options struct {
 // DefaultMaxMessageBytes is the default cap on one message.
 const DefaultMaxMessageBytes = 16 << 20
 
+// DefaultMaxInFlight is the default cap on the client's requests awaiting
+// an answer.
+const DefaultMaxInFlight = 1024
+
 func (o *Options) resolve() Options {
 	var r Options
 	if o != nil {
@@ -61,7 +75,7 @@ func (o *Options) resolve() Options {
 		r.MaxDepth = 256
 	}
 	if r.MaxInFlight <= 0 {
-		r.MaxInFlight = 1024
+		r.MaxInFlight = DefaultMaxInFlight
 	}
 	if r.Stderr == nil {
 		r.Stderr = os.Stderr
@@ -194,7 +208,8 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := newRelay(rctx, stdout, toServer, gate, options{
-		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight, log: opts.Logger,
+		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight,
+		callTimeout: opts.CallTimeout, log: opts.Logger,
 	})
 
 	exited := make(chan struct{})
@@ -282,6 +297,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		}
 	case <-r.clientGone:
 		shutdown()
+		gone() // nothing reaches the client now, but the gate hears of the calls left unanswered
 		err = fmt.Errorf("proxy: writing to the client: %w", r.clientErr)
 	case <-serverDone:
 		// The server closed its output; it is as good as gone.

@@ -78,6 +78,7 @@ func (r *relay) take(key string) *request {
 	if req == nil || !req.forwarded {
 		return nil
 	}
+	r.stopTimeout(req)
 	delete(r.inflight, key)
 	return req
 }
