@@ -49,7 +49,7 @@ func TestEnvelopeForwarded(t *testing.T) {
 			defer envs.Close()
 			log := &memLog{}
 			rec := &recorder{Engine: e, Log: log, Envelopes: envs}
-			v, err := rec.call(context.Background(), &tc.c, new(callMem))
+			v, _, err := rec.call(context.Background(), &tc.c, new(callMem))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestNoEnvelopeWithoutEntry(t *testing.T) {
 	log := &failLog{}
 	rec := &recorder{Engine: e, Log: log, Envelopes: envs}
 	c := Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"/home/u/projects/a"}`)}
-	v, err := rec.call(context.Background(), &c, new(callMem))
+	v, _, err := rec.call(context.Background(), &c, new(callMem))
 	if err == nil || v.Effect != policy.Deny {
 		t.Fatalf("Call = %s, %v; want a refusal saying the decision was not recorded", v.Effect, err)
 	}
@@ -105,7 +105,7 @@ func TestNoEnvelopeWithoutEntry(t *testing.T) {
 		t.Fatalf("an envelope was written for a call whose decision was not recorded: %+v", r)
 	}
 	// The store still works for the next call.
-	if _, err := (&recorder{Engine: e, Log: &memLog{}, Envelopes: envs}).call(context.Background(), &c, new(callMem)); err != nil {
+	if _, _, err := (&recorder{Engine: e, Log: &memLog{}, Envelopes: envs}).call(context.Background(), &c, new(callMem)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -40,7 +40,7 @@ type recorder struct {
 // as the tool's schema hash. When the entry cannot be made durable the call
 // is refused: the returned Verdict denies and the error says why. The
 // Verdict refers into m.
-func (r *recorder) call(ctx context.Context, c *Call, m *callMem) (Verdict, error) {
+func (r *recorder) call(ctx context.Context, c *Call, m *callMem) (Verdict, uint64, error) {
 	v, argsHash := r.Engine.check(ctx, c, true, m)
 	now := time.Now
 	if r.Now != nil {
@@ -57,20 +57,21 @@ func (r *recorder) call(ctx context.Context, c *Call, m *callMem) (Verdict, erro
 	if r.Envelopes != nil {
 		var err error
 		if env, err = r.prepareEnvelope(c, &v, at); err != nil {
-			return refused(&v), fmt.Errorf("recording the envelope: %w", err)
+			return refused(&v), 0, fmt.Errorf("recording the envelope: %w", err)
 		}
 		defer env.Drop()
 		e.Envelope = record.Digest(env.Digest)
 	}
-	if _, _, err := r.Log.Append(ctx, e); err != nil {
-		return refused(&v), fmt.Errorf("recording the decision: %w", err)
+	seq, _, err := r.Log.Append(ctx, e)
+	if err != nil {
+		return refused(&v), 0, fmt.Errorf("recording the decision: %w", err)
 	}
 	if r.Envelopes != nil {
 		if err := env.Write(); err != nil {
-			return refused(&v), fmt.Errorf("recording the envelope: %w", err)
+			return refused(&v), 0, fmt.Errorf("recording the envelope: %w", err)
 		}
 	}
-	return v, nil
+	return v, seq, nil
 }
 
 // result records what aegis did to a result that held secrets (R17): an
@@ -102,6 +103,26 @@ func (r *recorder) result(ctx context.Context, c *Call, found []dlp.Located, wit
 	e.Reason = of + " was " + what + ": " + findingsNote(found)
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
 		return fmt.Errorf("recording the result's findings: %w", err)
+	}
+	return nil
+}
+
+// undelivered records that the call allowed at seq got no answer from the
+// server (why says how: not sent, no answer, timed out), so that the chain
+// does not leave it looking served. The entry has the call's axes, rule
+// [RuleUndelivered] and decision deny: the call was not served as allowed.
+func (r *recorder) undelivered(ctx context.Context, c *Call, seq uint64, why string) error {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	e := r.callEntry(c, now())
+	e.Caps = []record.Cap{}
+	e.Decision = policy.Deny.String()
+	e.Rules = []string{RuleUndelivered}
+	e.Reason = fmt.Sprintf("the call allowed at seq %d %s", seq, why)
+	if _, _, err := r.Log.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording an undelivered call: %w", err)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func BenchmarkRecordCall(b *testing.B) {
 			ctx := context.Background()
 			var m callMem
 			call := func() {
-				v, err := rec.call(ctx, c, &m)
+				v, _, err := rec.call(ctx, c, &m)
 				if err != nil || v.Effect != policy.Allow {
 					b.Fatal(v.Reason(), err)
 				}

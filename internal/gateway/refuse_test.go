@@ -41,7 +41,7 @@ func TestRefuseWinsAndIsRecorded(t *testing.T) {
 		{"held and undecodable: undecidable first", `{`, &Refusal{Rule: "aegis:pin", Err: errors.New("held")}, policy.Deny, RuleUndecidable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := rec.call(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.args), Refuse: tc.refuse}, new(callMem))
+			v, _, err := rec.call(context.Background(), &Call{Server: "fs", Tool: "read_file", Arguments: []byte(tc.args), Refuse: tc.refuse}, new(callMem))
 			if err != nil {
 				t.Fatal(err)
 			}

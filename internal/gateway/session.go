@@ -130,6 +130,8 @@ type Outcome struct {
 	// Reason is the answer the model reads when the call is not forwarded:
 	// it names the rule, never a secret.
 	Reason string
+	// Seq is the call's entry in the chain; 0 when nothing was recorded.
+	Seq uint64
 }
 
 // Call runs tool with arguments, as the model wrote them, through the
@@ -140,14 +142,14 @@ func (s *Session) Call(ctx context.Context, tool string, arguments []byte) (Outc
 	c := s.call(tool, arguments)
 	m := s.mem.Get().(*callMem)
 	defer s.mem.Put(m)
-	v, err := s.run(ctx, c, m, true)
+	v, seq, err := s.run(ctx, c, m, true)
 	if err != nil {
 		return Outcome{Effect: policy.Deny}, err
 	}
 	if s.logger.Enabled(ctx, slog.LevelInfo) { // off by default: build the record only when logged
 		s.logger.Info("decision", "tool", tool, "decision", v.Effect.String())
 	}
-	out := Outcome{Effect: v.Effect}
+	out := Outcome{Effect: v.Effect, Seq: seq}
 	switch v.Effect {
 	case policy.Allow:
 		out.Forward = true
@@ -171,7 +173,7 @@ func (s *Session) Call(ctx context.Context, tool string, arguments []byte) (Outc
 // events of many sessions through one Session per server).
 func (s *Session) Decide(ctx context.Context, c *Call) Verdict {
 	c = s.pinned(c)
-	v, _ := s.run(ctx, c, new(callMem), false)
+	v, _, _ := s.run(ctx, c, new(callMem), false)
 	return v
 }
 
@@ -210,12 +212,23 @@ func (s *Session) pinned(c *Call) *Call {
 
 // run checks c with m's storage and, when record is set and s has a log,
 // records its decision before returning.
-func (s *Session) run(ctx context.Context, c *Call, m *callMem, record bool) (Verdict, error) {
+func (s *Session) run(ctx context.Context, c *Call, m *callMem, record bool) (Verdict, uint64, error) {
 	if record && s.rec.Log != nil {
 		return s.rec.call(ctx, c, m)
 	}
 	v, _ := s.eng.check(ctx, c, false, m)
-	return v, nil
+	return v, 0, nil
+}
+
+// Undelivered records that a call [Session.Call] allowed, recorded at seq,
+// got no answer from the server: why says how, in words that complete
+// "the call allowed at seq N …" ("was not sent: …; it did not run"). The
+// chain then does not leave the call looking served.
+func (s *Session) Undelivered(ctx context.Context, tool string, seq uint64, why string) error {
+	if s.rec.Log == nil {
+		return nil
+	}
+	return s.rec.undelivered(ctx, s.call(tool, nil), seq, why)
 }
 
 // Result takes in the result of a call s let through (the pipeline's last

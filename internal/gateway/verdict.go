@@ -21,6 +21,7 @@ const (
 	RuleDLP         = "aegis:dlp"
 	RuleCap         = "aegis:cap"
 	RuleUnattended  = "aegis:unattended"
+	RuleUndelivered = "aegis:undelivered" // a call allowed, then not served: the server died or did not answer
 )
 
 // refusal is the error of a refusal by one of aegis's own rules.
