@@ -75,6 +75,9 @@ func (e *Engine) selfCheck(caps []capability.Capability) error {
 		}
 		for _, p := range e.protected {
 			if capability.PathUnder(c.Path, p) {
+				if len(c.Path) == len(p) {
+					return refusal(RuleSelf, "%s %s is aegis's own (its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path)
+				}
 				return refusal(RuleSelf, "%s %s is aegis's own (under %s: its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path, p)
 			}
 			if c.Kind == capability.FSWrite && capability.PathUnder(p, c.Path) {
