@@ -242,3 +242,20 @@ func TestProtectedPaths(t *testing.T) {
 		t.Errorf("protected (-want +got):\n%s", diff)
 	}
 }
+
+// BenchmarkCheckProtected is BenchmarkCheck with the paths aegis run
+// protects: a configuration, a policy, a bindings file and the state
+// directory, each as spelled and as resolved.
+func BenchmarkCheckProtected(b *testing.B) {
+	e, c := typicalCall(b)
+	var err error
+	e.protected, err = protectedPaths([]string{
+		"/home/u/.config/aegis/aegis.yaml", "/home/u/.config/aegis/policy.yaml", "/home/u/.config/aegis/extra.yaml",
+		"/home/u/.local/state/aegis", "/data/home/u/.config/aegis/aegis.yaml", "/data/home/u/.config/aegis/policy.yaml",
+		"/data/home/u/.config/aegis/extra.yaml", "/data/home/u/.local/state/aegis",
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchCheckWith(b, e, c)
+}
