@@ -20,6 +20,12 @@
 //	  max_depth: 64
 //	  max_elements: 100000
 //	  max_string_bytes: 262144
+//
+// # aegis's own files
+//
+// [Load] also lists what no wrapped server may read or write, whatever
+// the policy says (Config.Protected, DESIGN.md R34): this file, the policy
+// and bindings files, and the state directory ([DefaultState]).
 package config
 
 import (
@@ -209,6 +215,14 @@ type Config struct {
 	// Relay holds each server's relay settings, by name; a zero field
 	// means the relay's default.
 	Relay map[string]Relay
+	// Files are the files the configuration was read from: this file,
+	// the policy file and every bindings file, in the order read.
+	Files []string
+	// Protected are the paths no wrapped server may read or write,
+	// whatever the policy says (gateway.RuleSelf): Files and the state
+	// directory, in every form a server may reach them by. [Load] sets
+	// it; Parse, which does no I/O of its own, leaves it nil.
+	Protected []string
 }
 
 // Relay is how `aegis run` relays one server.
@@ -256,17 +270,29 @@ func resolvePattern(dir string) (string, error) {
 
 // Engine builds the decision engine of c.
 func (c *Config) Engine() (*gateway.Engine, error) {
-	return gateway.New(c.Policy, c.Servers, &gateway.Options{Limits: c.Limits, Principals: c.Principals})
+	return gateway.New(c.Policy, c.Servers, &gateway.Options{Limits: c.Limits, Principals: c.Principals, Protected: c.Protected})
 }
 
 // Load reads the configuration file at path, and the policy and bindings
-// files it names.
+// files it names. It protects those files and the state directory
+// ([DefaultState], the one every aegis command uses) from the wrapped
+// servers: see Config.Protected.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data, os.ReadFile)
+	c, err := Parse(path, data, os.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	// With no state directory (no $AEGIS_HOME and no home), aegis keeps
+	// no state for a server to reach: the files are still protected.
+	state, _ := DefaultState()
+	if c.Protected, err = protect(c.Files, state); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
 }
 
 // Parse reads a configuration held in data, as if read from file; readFile
@@ -329,6 +355,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		}
 	}
 	c.PolicyFile = rel(doc.Policy)
+	c.Files = append(c.Files, file, c.PolicyFile)
 	pdata, err := readFile(c.PolicyFile)
 	if err != nil {
 		return nil, fmt.Errorf("%s: policy: %w", file, err)
@@ -362,6 +389,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			s.Bindings, sem = b.Tools, b.Semantics
 		}
 		for _, bf := range fs.Bindings {
+			c.Files = append(c.Files, rel(bf))
 			bdata, err := readFile(rel(bf))
 			if err != nil {
 				return nil, fmt.Errorf("%s: server %q: bindings: %w", fs.Pos, name, err)

@@ -17,6 +17,7 @@
 //	7 dlp.go         secrets in the arguments: deny, redact, ask, report
 //	5 derive.go      bind and derive the capabilities (package binding)
 //	6 policy.go      the policy's decision (package policy)
+//	  self.go        aegis's own files, refused whatever the policy says
 //	7 egress.go      every net.connect through the egress gate
 //	  provenance.go  ids the server itself returned in this session
 //	  caps.go        calls per turn, minute and session

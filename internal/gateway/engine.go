@@ -61,6 +61,9 @@ type Engine struct {
 	schemas       schemaCache
 	schemaOpts    schema.Options // for tools with no configuration
 	scratch       sync.Pool      // *scratch
+	// protected are the paths no server may read or write (RuleSelf),
+	// sorted, none under another.
+	protected []string
 }
 
 // Options configures an Engine. The zero value uses the default argument
@@ -73,6 +76,13 @@ type Options struct {
 	// Principals holds attributes of principals, the sources of identity
 	// fields ("principal.account").
 	Principals map[string]map[string]string
+	// Protected are aegis's own paths, which no server may read or write
+	// whatever the policy says ([RuleSelf]): its configuration, policy and
+	// bindings files and its state directory. Each MUST be absolute and
+	// clean, in the form the servers' capabilities take: with symbolic
+	// links resolved for a local server, as spelled for another (list
+	// both when they differ). Nil protects nothing.
+	Protected []string
 }
 
 // New returns an engine deciding under p for servers.
@@ -83,6 +93,10 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 	e := &Engine{policy: p, servers: make(map[string]*Server, len(servers))}
 	if o != nil {
 		e.limits, e.sessions, e.principals = o.Limits, o.Sessions, o.Principals
+		var err error
+		if e.protected, err = protectedPaths(o.Protected); err != nil {
+			return nil, err
+		}
 	}
 	if e.sessions == nil {
 		e.sessions = session.New(nil)

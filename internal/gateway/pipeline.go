@@ -154,15 +154,18 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 
 // conclude fills v with the decision on the prepared call: the policy's, an
 // ask for a DLP finding that asks, the refusal of a step before the policy,
-// and the checks after it (counting the call against its caps when
-// commit). A denied call's arguments are withheld.
+// the refusal of aegis's own files (whatever the policy decided, in shadow
+// mode too), and the checks after it (counting the call against its caps
+// when commit). A denied call's arguments are withheld.
 func (e *Engine) conclude(ctx context.Context, v *Verdict, c *Call, req *policy.Request, r *route, doc *args.Doc, found []dlp.Located, commit bool) {
 	e.decideInto(v, req, v.Arguments)
 	withFindings(v, r.s, found)
-	if c.Refuse == nil {
-		e.afterPolicy(ctx, v, c, r, doc, req.Origin, commit)
-	} else {
+	if c.Refuse != nil {
 		v.refuse(c.Refuse)
+	} else if err := e.selfCheck(v.Caps); err != nil {
+		v.refuse(err)
+	} else {
+		e.afterPolicy(ctx, v, c, r, doc, req.Origin, commit)
 	}
 	if v.Effect == policy.Deny {
 		v.Arguments = nil

@@ -1,0 +1,93 @@
+package gateway
+
+import (
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/aegis-mcp/aegis/internal/capability"
+)
+
+// RuleSelf is the rule that keeps aegis's own files from every wrapped
+// server (R34): its configuration, policy and bindings files and its state
+// directory, which holds the chain's signing key and the pins. No policy can
+// allow what it refuses, and a shadow policy does not weaken it: a server
+// that could rewrite the policy or the pins, or read chain.key, would undo
+// every other decision.
+const RuleSelf = "aegis:self"
+
+// protectedPaths checks and sorts the protected paths of [Options], and
+// drops those under another: each must be canonical, as the capabilities
+// it is compared with are (absolute and clean).
+func protectedPaths(in []string) ([]string, error) {
+	out := make([]string, 0, len(in))
+	for _, p := range in {
+		if p == "" || p[0] != '/' || path.Clean(p) != p {
+			return nil, fmt.Errorf("gateway: protected path %q is not absolute and clean", p)
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	// Sorted, a path under another comes after it, though not always
+	// next to it ("/a", "/a b", "/a/c"): check against every kept one.
+	kept := out[:0]
+	for _, p := range out {
+		covered := false
+		for _, k := range kept {
+			if capability.PathUnder(p, k) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			kept = append(kept, p)
+		}
+	}
+	return kept, nil
+}
+
+// selfCheck refuses caps, under [RuleSelf], if one of them reads or writes
+// one of aegis's own paths: an fs.read or fs.write of a protected path or
+// of anything under it, and an fs.write of a directory that holds one (a
+// write, move or delete of a parent acts on its whole subtree: moving
+// ~/.local/state moves the state directory with it).
+//
+// An fs.read of a directory above a protected path is allowed: reading a
+// directory lists it, which shows the names of the entries and not their
+// contents, and refusing it would refuse listing the home directory. A
+// tool that reads the files of a whole tree (a recursive grep) bound as
+// one fs.read of its root is not held by this rule; its binding should
+// say so by other means.
+//
+// The capabilities' paths are canonical (package capability: clean, links
+// resolved for a local server), and so are the protected ones, in every
+// form a server may reach them by (Options.Protected), so the comparison is
+// component-wise on the strings.
+func (e *Engine) selfCheck(caps []capability.Capability) error {
+	if len(e.protected) == 0 {
+		return nil
+	}
+	for i := range caps {
+		c := &caps[i]
+		if c.Kind != capability.FSRead && c.Kind != capability.FSWrite {
+			continue
+		}
+		for _, p := range e.protected {
+			if capability.PathUnder(c.Path, p) {
+				if len(c.Path) == len(p) {
+					return refusal(RuleSelf, "%s %s is aegis's own (its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path)
+				}
+				return refusal(RuleSelf, "%s %s is aegis's own (under %s: its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path, p)
+			}
+			if c.Kind == capability.FSWrite && capability.PathUnder(p, c.Path) {
+				return refusal(RuleSelf, "%s %s would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may write", c.Kind, c.Path, p)
+			}
+		}
+	}
+	return nil
+}
+
+// Protected returns the paths that no wrapped server may read or write,
+// as the engine checks them ([RuleSelf]), sorted.
+func (e *Engine) Protected() []string { return slices.Clone(e.protected) }
