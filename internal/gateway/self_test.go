@@ -189,7 +189,7 @@ func TestSelfRecordedAndKept(t *testing.T) {
 	e := selfEngine(t, w, "shadow", w.home)
 	log := &memLog{}
 	rec := &recorder{Engine: e, Log: log}
-	v, err := rec.call(context.Background(), &Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"` + w.keyPath + `"}`)}, new(callMem))
+	v, _, err := rec.call(context.Background(), &Call{Server: "fs", Tool: "read_text_file", Arguments: []byte(`{"path":"` + w.keyPath + `"}`)}, new(callMem))
 	if err != nil {
 		t.Fatal(err)
 	}
