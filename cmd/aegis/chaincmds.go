@@ -28,9 +28,17 @@ func loadKey(path string) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
-// cmdVerify checks a chain offline. Exit status: 0 intact; 3 intact but cut
-// short at the tail (a crash, or entries removed from the end: nothing
-// signed is missing, but the tail is not attested); 1 altered in the middle.
+// Exit statuses of verify beyond 0 (intact), 1 (could not check: no chain,
+// an unreadable key) and 2 (usage).
+const (
+	exitCutShort = 3 // intact but cut short at the tail: nothing signed is missing, the tail is not attested
+	exitTampered = 4 // altered in the middle
+)
+
+// cmdVerify checks a chain offline: every server's, unless --server or
+// --chain names one. Exit status: 0 intact; 3 intact but cut short at the
+// tail (a crash, or entries removed from the end); 4 altered in the
+// middle; 1 when it could not check; 2 for bad usage.
 func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	fs := newFlags("verify", stderr)
 	dirFlag := fs.String("chain", "", "chain `directory` (default: the state directory's)")
@@ -41,18 +49,27 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
 		return usageError(stderr, "usage: aegis verify [--chain DIR | --server NAME] [--key FILE] [--all] [--private-key FILE]")
 	}
-	_, lanes, err := chainLanes(*dirFlag, *server)
+	lanes, err := allLanes(*dirFlag, *server)
 	if err != nil {
 		return err
 	}
-	keyPath := *keyFlag
-	if keyPath == "" {
-		// The first lane's: every lane of a server is signed by its key.
-		keyPath = filepath.Join(lanes[0].Dir, chain.PublicKeyFile)
-	}
-	pub, err := loadKey(keyPath)
-	if err != nil {
-		return err
+	// Every lane of a server is signed by its key, kept in its first lane;
+	// --key names the one key to check every lane with.
+	keys := map[string]ed25519.PublicKey{}
+	keyOf := func(ln chain.Lane) (ed25519.PublicKey, error) {
+		path := *keyFlag
+		if path == "" {
+			path = filepath.Join(lanes[0].Dir, chain.PublicKeyFile)
+			if srv := laneServer(ln); srv != "" {
+				path = filepath.Join(filepath.Dir(ln.Dir), srv, chain.PublicKeyFile)
+			}
+		}
+		if k, ok := keys[path]; ok {
+			return k, nil
+		}
+		k, err := loadKey(path)
+		keys[path] = k
+		return k, err
 	}
 	opts := &chain.VerifyOptions{AllSignatures: *all, Strict: true}
 	if *privFlag != "" {
@@ -77,12 +94,16 @@ func cmdVerify(argv []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "chain %s\nno entries: this lane was never written\n", ln.Dir)
 			continue
 		}
+		pub, err := keyOf(ln)
+		if err != nil {
+			return err
+		}
 		st, err := verifyLane(ln.Dir, pub, opts, stdout)
 		if err != nil {
 			return err
 		}
-		// Altered anywhere (1) outweighs cut short (3).
-		if st == 1 || status == 0 {
+		// Altered anywhere outweighs cut short.
+		if st == exitTampered || status == 0 {
 			status = st
 		}
 	}
@@ -101,7 +122,7 @@ func verifyLane(dir string, pub ed25519.PublicKey, opts *chain.VerifyOptions, st
 	case errors.As(err, &be):
 		fmt.Fprintf(stdout, "chain %s\nTAMPERED: %s\n", dir, be)
 		fmt.Fprintf(stdout, "verified before the break: %d entries\n", rep.Entries)
-		return 1, nil
+		return exitTampered, nil
 	case err != nil:
 		return 0, err
 	}
@@ -118,7 +139,7 @@ func verifyLane(dir string, pub ed25519.PublicKey, opts *chain.VerifyOptions, st
 		case rep.Acked > 0:
 			fmt.Fprintf(stdout, "an ack line claims the entries up to seq %d were acknowledged by the writer (it signs them within 20 ms while it runs, or when it restarts); --private-key checks that claim\n", rep.Acked)
 		}
-		return 3, nil
+		return exitCutShort, nil
 	}
 	fmt.Fprintln(stdout, "OK")
 	return 0, nil
@@ -134,7 +155,7 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
 		return usageError(stderr, "usage: aegis log [--chain DIR | --server NAME] [-n N] [--json]")
 	}
-	_, lanes, err := chainLanes(*dirFlag, *server)
+	lanes, err := allLanes(*dirFlag, *server)
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,49 @@ func chainLanes(dir, server string) (string, []chain.Lane, error) {
 	return server, lanes, nil
 }
 
+// allLanes is chainLanes for the commands that read every server's chain
+// (verify, log, recheck): without --server and --chain, and with several
+// servers in the state directory, it returns every lane of every server,
+// in the order of their names.
+func allLanes(dir, server string) ([]chain.Lane, error) {
+	if dir != "" || server != "" {
+		_, lanes, err := chainLanes(dir, server)
+		return lanes, err
+	}
+	state, err := stateDir()
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(state, "chain")
+	names, err := chain.Servers(root)
+	if err != nil {
+		return nil, err
+	}
+	if len(names) <= 1 {
+		_, lanes, err := chainLanes(dir, server)
+		return lanes, err
+	}
+	var all []chain.Lane
+	for _, name := range names {
+		lanes, err := chain.Lanes(root, name)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, lanes...)
+	}
+	return all, nil
+}
+
+// laneServer returns the server a lane of the state directory records; ""
+// for a chain named by --chain alone.
+func laneServer(ln chain.Lane) string {
+	if ln.N == 0 {
+		return ""
+	}
+	server, _, _ := chain.ParseLaneName(filepath.Base(ln.Dir))
+	return server
+}
+
 // warnEach writes err to stderr as warnings, one line for each error it
 // joins (errors.Join).
 func warnEach(stderr io.Writer, err error) {

@@ -103,23 +103,23 @@ func tamperLane(t *testing.T, dir string) {
 }
 
 // TestVerifyLaneStatuses: verify's exit status over a server's lanes is
-// 1 if any lane is altered, else 3 if any is cut short at its tail, else
+// 4 if any lane is altered, else 3 if any is cut short at its tail, else
 // 0, whatever the order of the lanes.
 func TestVerifyLaneStatuses(t *testing.T) {
-	ok, cut, bad := 0, 3, 1
+	ok, cut, bad := 0, 3, 4
 	for _, tc := range []struct {
 		lanes []int
 		want  int
 	}{
-		{[]int{ok}, 0}, {[]int{cut}, 3}, {[]int{bad}, 1},
+		{[]int{ok}, 0}, {[]int{cut}, 3}, {[]int{bad}, 4},
 		{[]int{ok, ok}, 0},
 		{[]int{ok, cut}, 3}, {[]int{cut, ok}, 3},
-		{[]int{ok, bad}, 1}, {[]int{bad, ok}, 1},
-		{[]int{cut, bad}, 1}, {[]int{bad, cut}, 1},
-		{[]int{cut, cut}, 3}, {[]int{bad, bad}, 1},
-		{[]int{ok, cut, bad}, 1}, {[]int{bad, cut, ok}, 1},
+		{[]int{ok, bad}, 4}, {[]int{bad, ok}, 4},
+		{[]int{cut, bad}, 4}, {[]int{bad, cut}, 4},
+		{[]int{cut, cut}, 3}, {[]int{bad, bad}, 4},
+		{[]int{ok, cut, bad}, 4}, {[]int{bad, cut, ok}, 4},
 		{[]int{cut, ok, ok}, 3}, {[]int{ok, ok, cut}, 3},
-		{[]int{cut, bad, cut}, 1}, {[]int{ok, bad, ok}, 1},
+		{[]int{cut, bad, cut}, 4}, {[]int{ok, bad, ok}, 4},
 	} {
 		t.Run(fmt.Sprint(tc.lanes), func(t *testing.T) {
 			state := t.TempDir()
@@ -236,8 +236,8 @@ func TestLaneThroughSymlink(t *testing.T) {
 			}
 			tamperLane(t, elsewhere)
 			out.Reset()
-			if got := run([]string{"verify"}, nil, &out, os.Stderr); got != 1 {
-				t.Errorf("verify with the linked lane altered = %d, want 1:\n%s", got, out.String())
+			if got := run([]string{"verify"}, nil, &out, os.Stderr); got != exitTampered {
+				t.Errorf("verify with the linked lane altered = %d, want %d:\n%s", got, exitTampered, out.String())
 			}
 		})
 	}

@@ -26,6 +26,24 @@ func cmdPins(argv []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(argv); err != nil {
 		return exitError{2}
 	}
+	if verb == "list" && *server == "" {
+		// Every server's, each under its name, when there are several.
+		if fs.NArg() > 0 {
+			return usageError(stderr, "usage: aegis pins list [--server NAME]")
+		}
+		if files := allPinFiles(); len(files) > 1 {
+			for i, f := range files {
+				if i > 0 {
+					fmt.Fprintln(stdout)
+				}
+				fmt.Fprintf(stdout, "server %s\n", strings.TrimSuffix(filepath.Base(f), ".json"))
+				if err := listPins(f, stdout); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	path, err := pinFile(*server)
 	if err != nil {
 		return err
@@ -95,6 +113,16 @@ func pinFile(server string) (string, error) {
 		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
 	}
 	return "", fmt.Errorf("%s holds the pins of %d servers (%s): say which with --server NAME", dir, len(names), strings.Join(names, ", "))
+}
+
+// allPinFiles lists the pin files in the state directory, sorted.
+func allPinFiles() []string {
+	state, err := stateDir()
+	if err != nil {
+		return nil
+	}
+	files, _ := filepath.Glob(filepath.Join(state, "pins", "*.json"))
+	return files
 }
 
 // openPins opens an existing pin file: accepting or forgetting in a file

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 
@@ -20,7 +19,7 @@ import (
 func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	fs := newFlags("recheck", stderr)
 	newPolicy := fs.String("policy", "", "the policy `file` to replay against (required)")
-	cfgPath := fs.String("config", "", "configuration `file` for the bindings and home (default $AEGIS_HOME/aegis.yaml)")
+	cfgPath := fs.String("config", "", "configuration `file` for the bindings and home (default: as aegis run)")
 	dirFlag := fs.String("chain", "", "chain `directory` (default: the state directory's)")
 	server := fs.String("server", "", "the `server` whose chain to replay")
 	quiet := fs.Bool("q", false, "print only the counts")
@@ -28,11 +27,11 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 		return usageError(stderr, "usage: aegis recheck --policy FILE [--config FILE] [--chain DIR | --server NAME]")
 	}
 	if *cfgPath == "" {
-		state, err := stateDir()
+		state, err := config.DefaultState()
 		if err != nil {
 			return err
 		}
-		*cfgPath = filepath.Join(state, "aegis.yaml")
+		*cfgPath = config.DefaultConfig(state)
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
@@ -50,7 +49,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, lanes, err := chainLanes(*dirFlag, *server)
+	lanes, err := allLanes(*dirFlag, *server)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func stateDir() (string, error) {
 // and then forwarded or refused.
 func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
-	cfgPath := fs.String("config", "", "configuration `file` (default $AEGIS_HOME/aegis.yaml)")
+	cfgPath := fs.String("config", "", "configuration `file` (default ~/.config/aegis/aegis.yaml, or $AEGIS_HOME/aegis.yaml when AEGIS_HOME is set)")
 	serverName := fs.String("server", "", "the configured `name` of the wrapped server (default: the only server in the configuration)")
 	principal := fs.String("principal", "", "who the session acts for (default: the user running aegis)")
 	var roles stringsFlag
@@ -63,7 +63,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *cfgPath == "" {
-		*cfgPath = state.Config()
+		*cfgPath = config.DefaultConfig(state)
 	}
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {

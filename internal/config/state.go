@@ -34,8 +34,36 @@ func DefaultState() (State, error) {
 	return State(filepath.Join(home, ".local", "state", "aegis")), nil
 }
 
-// Config is the configuration file's default path.
+// Config is the configuration file inside the state directory: the default
+// when AEGIS_HOME names the state directory (see [DefaultConfig]).
 func (s State) Config() string { return filepath.Join(string(s), "aegis.yaml") }
+
+// DefaultConfig is the configuration file aegis reads without --config:
+// $AEGIS_HOME/aegis.yaml when AEGIS_HOME is set (one directory holds
+// everything); otherwise the user's configuration directory's,
+// $XDG_CONFIG_HOME/aegis/aegis.yaml or ~/.config/aegis/aegis.yaml, where the
+// README puts it, unless only the state directory holds one (where aegis
+// looked before).
+func DefaultConfig(state State) string {
+	if os.Getenv("AEGIS_HOME") != "" {
+		return state.Config()
+	}
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return state.Config()
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	p := filepath.Join(dir, "aegis", "aegis.yaml")
+	if _, err := os.Stat(p); err != nil {
+		if _, err := os.Stat(state.Config()); err == nil {
+			return state.Config()
+		}
+	}
+	return p
+}
 
 // Chains is the directory of every server's chain lanes.
 func (s State) Chains() string { return filepath.Join(string(s), "chain") }
