@@ -73,6 +73,11 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if cfg.HomeDefaulted {
+		// "~" in the policy and in arguments is this home: a server run
+		// as another user, or for another home, needs home: set.
+		fmt.Fprintf(stderr, "aegis: %s sets no home: \"~\" means %s, the home of the user running aegis\n", *cfgPath, cfg.Home)
+	}
 	name := *serverName
 	if name == "" {
 		if len(cfg.Servers) != 1 {

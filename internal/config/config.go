@@ -196,11 +196,14 @@ type fileLimits struct {
 
 // Config is a loaded configuration.
 type Config struct {
-	File    string // the configuration file
-	Home    string
-	Policy  *policy.Set
-	Servers []*gateway.Server
-	Limits  args.Limits
+	File string // the configuration file
+	Home string
+	// HomeDefaulted says the file has no home: and Home is the $HOME of
+	// the user running aegis, which a user should be told.
+	HomeDefaulted bool
+	Policy        *policy.Set
+	Servers       []*gateway.Server
+	Limits        args.Limits
 	// PolicyFile is the path of the policy file, as resolved.
 	PolicyFile string
 	// Principals holds the attributes of principals.
@@ -316,6 +319,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 	}
 	c := &Config{File: file, Home: doc.Home, Principals: doc.Principals}
 	if c.Home == "" {
+		c.HomeDefaulted = true
 		c.Home, _ = os.UserHomeDir()
 	}
 	if c.Home != "" && !filepath.IsAbs(c.Home) {
