@@ -14,7 +14,7 @@
 //	    builtin: filesystem    # a curated binding table (filesystem, fetch)
 //	    bindings: [extra.yaml] # bindings files; their tools replace builtin ones
 //	    home: /home/alice      # the server user's home, for "~" in arguments; default: home above
-//	    local: true            # the server runs on this machine: resolve symbolic links
+//	    local: false           # the server is not on this machine (default true): do not resolve symbolic links here
 //	limits:                    # caps on a call's arguments; zero: the defaults
 //	  max_bytes: 1048576
 //	  max_depth: 64
@@ -105,7 +105,7 @@ type fileServer struct {
 	Builtin  string                `yaml:"builtin"`
 	Bindings strictyaml.StringList `yaml:"bindings"`
 	Home     string                `yaml:"home"`
-	Local    bool                  `yaml:"local"`
+	Local    *bool                 `yaml:"local"` // nil: true (aegis run wraps a server on this machine)
 	// HideUnallowed hides from tools/list the tools no rule could allow.
 	HideUnallowed bool `yaml:"hide_unallowed"`
 	// Templates names the template syntax the server expands in its
@@ -135,6 +135,11 @@ type fileServer struct {
 	// server's answer; 0: no limit.
 	CallTimeout time.Duration `yaml:"call_timeout"`
 }
+
+// local reports whether the server runs on this machine, so that its
+// paths' symbolic links are resolved as it will resolve them: true unless
+// the file says local: false (aegis run starts the server here).
+func (fs *fileServer) local() bool { return fs.Local == nil || *fs.Local }
 
 type fileDLP struct {
 	Pos       strictyaml.Pos    `yaml:"-"`
@@ -351,7 +356,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 
 	c.PolicyOptions = &policy.Options{Home: c.Home}
 	for _, fs := range doc.Servers {
-		if fs != nil && fs.Local {
+		if fs != nil && fs.local() {
 			// A local server's paths have their links resolved, so a
 			// policy path behind a link must match in resolved form too.
 			c.PolicyOptions.Resolve = resolvePattern
@@ -416,7 +421,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			// relative path: with no home, CanonPath refuses it.
 			s.Options.Path.Home = home
 		}
-		if fs.Local {
+		if fs.local() {
 			s.Options.Path.Readlink = os.Readlink
 		}
 		s.Options.RequireNFC = sem.NFCEquivalent
