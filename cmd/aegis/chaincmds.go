@@ -159,6 +159,11 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *n == 0 {
+		// Everything: streamed, lanes merged by time, never held whole
+		// (a million entries would be gigabytes).
+		return streamLanes(lanes, func(le laneEntry) error { return printEntry(stdout, le, *asJSON) })
+	}
 	// The last n of each lane, then the last n of those by time.
 	var recent []laneEntry
 	for _, ln := range lanes {
@@ -176,42 +181,111 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 		recent = append(recent, ring...)
 	}
 	sort.SliceStable(recent, func(i, j int) bool { return recent[i].e.Time.Before(recent[j].e.Time) })
-	if *n > 0 && len(recent) > *n {
+	if len(recent) > *n {
 		recent = recent[len(recent)-*n:]
 	}
 	for _, le := range recent {
-		e := le.e
-		if *asJSON {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			if le.lane.N > 1 {
-				// The entry as stored, and the lane that tells its
-				// seq from lane 1's.
-				b = fmt.Appendf(b[:len(b)-1], `,"lane":%d}`, le.lane.N)
-			}
-			if le.unverified {
-				b = append(b[:len(b)-1], `,"unverified":true}`...)
-			}
-			fmt.Fprintf(stdout, "%s\n", b)
-			continue
+		if err := printEntry(stdout, le, *asJSON); err != nil {
+			return err
 		}
-		fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
-		if e.Mode == record.Shadow {
-			fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
-		}
-		if le.unverified {
-			fmt.Fprint(stdout, " [UNVERIFIED: after the last signature]")
-		}
-		fmt.Fprintln(stdout)
-		for _, c := range e.Caps {
-			fmt.Fprintf(stdout, "         %s\n", capLine(capJSON{Kind: c.Kind, Path: c.Path, Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL, Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command, IDKind: c.IDKind, ID: c.ID}))
-		}
-		fmt.Fprintf(stdout, "         %s\n", e.Reason)
 	}
 	return nil
 }
+
+// printEntry prints one entry of aegis log.
+func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
+	e := le.e
+	if asJSON {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if le.lane.N > 1 {
+			// The entry as stored, and the lane that tells its seq from
+			// lane 1's.
+			b = fmt.Appendf(b[:len(b)-1], `,"lane":%d}`, le.lane.N)
+		}
+		if le.unverified {
+			b = append(b[:len(b)-1], `,"unverified":true}`...)
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
+	if e.Mode == record.Shadow {
+		fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
+	}
+	if le.unverified {
+		fmt.Fprint(stdout, " [UNVERIFIED: after the last signature]")
+	}
+	fmt.Fprintln(stdout)
+	for _, c := range e.Caps {
+		fmt.Fprintf(stdout, "         %s\n", capLine(capJSON{Kind: c.Kind, Path: c.Path, Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL, Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command, IDKind: c.IDKind, ID: c.ID}))
+	}
+	_, err := fmt.Fprintf(stdout, "         %s\n", e.Reason)
+	return err
+}
+
+// streamLanes calls fn with every entry of every lane, the lanes merged by
+// time (a lane's own entries in their order), holding one entry of each
+// lane at a time.
+func streamLanes(lanes []chain.Lane, fn func(laneEntry) error) error {
+	type head struct {
+		ch  chan *record.Entry
+		cur *record.Entry
+		sig signed
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	errs := make([]error, len(lanes))
+	heads := make([]*head, len(lanes))
+	for i, ln := range lanes {
+		sig, err := signedThrough(ln)
+		if err != nil {
+			return err
+		}
+		h := &head{ch: make(chan *record.Entry, 64), sig: sig}
+		heads[i] = h
+		go func() {
+			defer close(h.ch)
+			errs[i] = chain.Scan(ln.Dir, func(e *record.Entry) error {
+				c := *e
+				select {
+				case h.ch <- &c:
+					return nil
+				case <-stop:
+					return errStopped
+				}
+			})
+		}()
+		h.cur = <-h.ch
+	}
+	for {
+		k := -1
+		for i, h := range heads {
+			if h.cur != nil && (k < 0 || h.cur.Time.Before(heads[k].cur.Time)) {
+				k = i
+			}
+		}
+		if k < 0 {
+			break
+		}
+		h := heads[k]
+		if err := fn(laneEntry{lane: lanes[k], e: h.cur, unverified: !h.sig.covers(h.cur)}); err != nil {
+			return err
+		}
+		h.cur = <-h.ch
+	}
+	for _, err := range errs { // every goroutine has closed its channel: read after
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errStopped ends a lane's scan that streamLanes no longer reads.
+var errStopped = errors.New("stopped")
 
 // lastEntries returns the last n entries of a lane (all of them when n is
 // 0), as chain.LastEntries reads them.

@@ -194,6 +194,20 @@ func TestLogLanesMerged(t *testing.T) {
 	if want := "4@2 5 5@2"; strings.Join(got, " ") != want {
 		t.Errorf("log -n 3 = %v, want %s", got, want)
 	}
+	// -n 0 streams every entry, the lanes merged the same way as -n N
+	// sorts them: the same bytes, text and JSON.
+	for _, format := range [][]string{nil, {"--json"}} {
+		var all, many bytes.Buffer
+		if got := run(append([]string{"log", "-n", "0"}, format...), nil, &all, os.Stderr); got != 0 {
+			t.Fatalf("log -n 0 = %d", got)
+		}
+		if got := run(append([]string{"log", "-n", "1000"}, format...), nil, &many, os.Stderr); got != 0 {
+			t.Fatalf("log -n 1000 = %d", got)
+		}
+		if all.String() != many.String() || strings.Count(all.String(), "read_file") != 10 {
+			t.Errorf("log -n 0 %v differs from -n 1000:\n%s\n---\n%s", format, all.String(), many.String())
+		}
+	}
 }
 
 // TestLaneThroughSymlink (chain.TestLanesThroughSymlink lists the lanes): a server's chain directory that is a symlink to
