@@ -147,15 +147,7 @@ func TestShapeAdversarial(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := e.Check(context.Background(), &Call{Server: "m", Tool: "send", Principal: tc.principal, Arguments: []byte(tc.args)})
-			if strings.HasPrefix(tc.want, "aegis:") {
-				if v.Effect != policy.Deny || RuleOf(&v) != tc.want {
-					t.Fatalf("effect %s rule %q (%s), want a denial by %s", v.Effect, RuleOf(&v), v.Reason(), tc.want)
-				}
-				return
-			}
-			if v.Effect != policy.Allow || string(v.Arguments) != tc.want {
-				t.Errorf("effect %s (%s), forwarded %s, want %s", v.Effect, v.Reason(), v.Arguments, tc.want)
-			}
+			wantShaped(t, &v, tc.want)
 		})
 	}
 	// The shared pinned value is never changed by a call's edits: after
@@ -235,15 +227,22 @@ func TestIdentityBeforeSchema(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := e.Check(context.Background(), &Call{Server: "m", Tool: tc.tool, Principal: "alice", Arguments: []byte(tc.args),
 				Schema: []byte(tc.schema), SchemaKey: sha256.Sum256([]byte(tc.schema))})
-			if strings.HasPrefix(tc.want, "aegis:") {
-				if v.Effect != policy.Deny || RuleOf(&v) != tc.want {
-					t.Fatalf("effect %s rule %q (%s), want a denial by %s", v.Effect, RuleOf(&v), v.Reason(), tc.want)
-				}
-				return
-			}
-			if v.Effect != policy.Allow || string(v.Arguments) != tc.want {
-				t.Errorf("effect %s (%s), forwarded %s, want %s", v.Effect, v.Reason(), v.Arguments, tc.want)
-			}
+			wantShaped(t, &v, tc.want)
 		})
+	}
+}
+
+// wantShaped checks a verdict against want: the aegis rule that must have
+// refused the call, or the arguments it must forward.
+func wantShaped(t *testing.T, v *Verdict, want string) {
+	t.Helper()
+	if strings.HasPrefix(want, "aegis:") {
+		if v.Effect != policy.Deny || RuleOf(v) != want {
+			t.Fatalf("effect %s rule %q (%s), want a denial by %s", v.Effect, RuleOf(v), v.Reason(), want)
+		}
+		return
+	}
+	if v.Effect != policy.Allow || string(v.Arguments) != want {
+		t.Errorf("effect %s (%s), forwarded %s, want %s", v.Effect, v.Reason(), v.Arguments, want)
 	}
 }
