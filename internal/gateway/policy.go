@@ -2,16 +2,8 @@ package gateway
 
 import "github.com/aegis-mcp/aegis/internal/policy"
 
-// decide asks the policy. In a shadow policy the call goes through whatever
-// the rules say, and Decision.Would() says what enforcing them would do.
-func (e *Engine) decide(req *policy.Request, c *Call) Verdict {
-	var v Verdict
-	e.decideInto(&v, req, c.Arguments)
-	return v
-}
-
-// decideInto is decide writing to v, which carries fwd, the arguments as
-// they will be forwarded, unless the call is denied. Every field of v is
+// decideInto asks the policy, writing to v, which carries fwd, the arguments
+// as they will be forwarded, unless the call is denied. Every field of v is
 // replaced: nothing of a verdict it overwrites is left.
 func (e *Engine) decideInto(v *Verdict, req *policy.Request, fwd []byte) {
 	// A composite literal rather than a field-by-field write: measured in

@@ -19,10 +19,6 @@ type hostMatcher struct {
 	classes  capability.Class
 }
 
-func (h *hostMatcher) empty() bool {
-	return len(h.exact) == 0 && len(h.suffixes) == 0 && len(h.prefixes) == 0 && h.classes == 0
-}
-
 // add compiles one host pattern.
 func (h *hostMatcher) add(p string) error {
 	switch {

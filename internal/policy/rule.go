@@ -97,11 +97,6 @@ func effectiveTier(t capability.Tier) capability.Tier {
 	return t
 }
 
-// matchCall reports whether the call matchers match req.
-func (r *rule) matchCall(req *Request) bool {
-	return r.callScalars(req) && r.callLists(req)
-}
-
 // The call bits: one per value of each call scalar, so that a request has
 // exactly one bit per dimension and a rule's scalar matchers are the set of
 // bits they accept. A rule matches a request's scalars iff it accepts all

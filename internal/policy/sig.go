@@ -135,13 +135,6 @@ const (
 	low32  = 0x7fff_ffff_7fff_ffff
 )
 
-// sigOK reports whether every 16-bit lane used in rule shares a bit with
-// the same lane of req.
-func sigOK(rule, req uint64) bool {
-	x := rule & req
-	return nonzero16(rule)&^nonzero16(x) == 0
-}
-
 // nonzero16 sets the high bit of each non-zero 16-bit lane of v.
 func nonzero16(v uint64) uint64 { return ((v & low16) + low16 | v) & high16 }
 

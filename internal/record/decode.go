@@ -609,10 +609,9 @@ func daysIn(m time.Month, year int) int {
 
 var monthDays = [13]uint8{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 
-// capKeys are a capability's keys in canonical order.
-var capKeys = [...]string{"argv", "command", "host", "id", "id_kind", "kind", "path", "port", "program", "scheme", "shell", "url"}
-
-// capKey returns the index of name in capKeys, or -1.
+// capKey returns the index of name among a capability's keys in canonical
+// order (argv, command, host, id, id_kind, kind, path, port, program,
+// scheme, shell, url), or -1.
 func capKey(name []byte) int {
 	switch string(name) {
 	case "argv":

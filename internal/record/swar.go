@@ -14,14 +14,6 @@ const (
 	highs = 0x8080808080808080
 )
 
-// geq sets the high bit of each byte of x that is >= n; bytes of x must be
-// below 0x80 and n at least 1.
-func geq(x uint64, n byte) uint64 { return (x + ones*uint64(0x80-n)) & highs }
-
-// leq sets the high bit of each byte of x that is <= n; bytes of x must be
-// below 0x80.
-func leq(x uint64, n byte) uint64 { return ^(x + ones*uint64(0x7f-n)) & highs }
-
 // hex8 decodes 8 lower-case hex digits into 4 bytes of dst.
 func hex8(dst []byte, src []byte) bool {
 	v, bad := hexWord(binary.LittleEndian.Uint64(src))
