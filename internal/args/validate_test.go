@@ -337,3 +337,72 @@ func FuzzSharedHelpers(f *testing.F) {
 		}
 	})
 }
+
+// keyHoldsNUL reports whether some object key at or under v holds a NUL byte.
+func keyHoldsNUL(v Value) bool {
+	switch v.Kind() {
+	case Object:
+		for i := range v.Len() {
+			k, m := v.Member(i)
+			if strings.IndexByte(k, 0) >= 0 || keyHoldsNUL(m) {
+				return true
+			}
+		}
+	case Array:
+		for i := range v.Len() {
+			if keyHoldsNUL(v.Index(i)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FuzzValidateDecode holds the two strict readers to each other: on every input whose
+// top-level value is an object, within the same limits (nesting capped alike, the
+// other caps of Decode out of reach), Validate accepts exactly what Decode accepts,
+// with one exception, which fails closed: an object key holding NUL, which only
+// Validate refuses. Both refuse case-folded duplicate keys. Where both accept, the
+// top-level members ValidateTop reports are Decode's, with the same source spans.
+func FuzzValidateDecode(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	for _, s := range []string{
+		`{"a":1,"A":2}`, `{"k":1,"\u212a":2}`, `{"s":{"x":1,"\u017f":2}}`, `{"a\u0000":1}`, "{\"a\x00\":1}",
+		`{"a":[[[[{"b":[]}]]]]}`, ` {"a":"\ud83d\ude00"} `, `{"a":"x"}}`, `{"a" :1 , "b":[1 ,2]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	const depth = 8
+	lim := &Limits{MaxBytes: 1 << 30, MaxDepth: depth, MaxElements: 1 << 30, MaxStringBytes: 1 << 30}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if i := SkipSpace(data, 0); i >= len(data) || data[i] != '{' {
+			return // Decode takes objects only
+		}
+		var d Doc
+		decErr := d.Decode(data, lim)
+		_, top, valErr := ValidateTop(data, depth, nil)
+		switch {
+		case valErr != nil && decErr != nil:
+			return
+		case valErr != nil:
+			if strings.Contains(valErr.(*SyntaxError).Msg, "contains NUL") && keyHoldsNUL(d.Root()) {
+				return // the exception: only Validate refuses NUL in a key
+			}
+			t.Fatalf("Validate(%q) = %v, but Decode accepts it", data, valErr)
+		case decErr != nil:
+			t.Fatalf("Validate accepts %q, but Decode says %v", data, decErr)
+		}
+		root := d.Root()
+		if len(top) != root.Len() {
+			t.Fatalf("%q: ValidateTop reports %d members, Decode %d", data, len(top), root.Len())
+		}
+		for i, m := range top {
+			k, v := root.Member(i)
+			if string(m.Key) != k || string(data[m.Start:m.End]) != v.Raw() {
+				t.Fatalf("%q: member %d is %q=%s for ValidateTop, %q=%s for Decode", data, i, m.Key, data[m.Start:m.End], k, v.Raw())
+			}
+		}
+	})
+}
