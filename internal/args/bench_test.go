@@ -2,6 +2,7 @@ package args
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -104,5 +105,30 @@ func BenchmarkAppendCanonicalEdit(b *testing.B) {
 		if buf, err = d.Root().AppendCanonical(buf[:0]); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkValidate measures validate-only throughput: on a small tools/call, and on a
+// 1 MiB tools/call result whose text is escape-heavy (where Decode, which unescapes
+// every string, is slowest).
+func BenchmarkValidate(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"tools_call", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/home/a/notes.txt"},"_meta":{"progressToken":1}}}`)},
+		{"1MiB_result", []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` +
+			strings.Repeat("lorem ipsum \\n dolor \\u00e9 ", 1<<20/28) + `"}],"structuredContent":{"k":1}}}`)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			top := make([]Member, 0, 8)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.msg)))
+			for range b.N {
+				if _, _, err := ValidateTop(tc.msg, 256, top[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

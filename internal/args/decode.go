@@ -554,9 +554,11 @@ func scanNumber(s string, i int) (int, error) {
 	return j, nil
 }
 
-// plain marks the ASCII bytes a string holds as they are: not a control character,
-// quote or backslash.
-var plain = func() (t [utf8.RuneSelf]bool) {
+// plain marks the bytes a string holds as they are: ASCII but not a control
+// character, quote or backslash. It covers every byte value, so [Validate] indexes it
+// with any byte; a byte of 0x80 or more, which starts a UTF-8 sequence to check, is
+// not plain.
+var plain = func() (t [256]bool) {
 	for c := 0x20; c < utf8.RuneSelf; c++ {
 		t[c] = c != '"' && c != '\\'
 	}
@@ -738,26 +740,25 @@ func (d *Doc) escape(s string, j int) (int, error) {
 	return 2, nil
 }
 
-// hex4 decodes the four hex digits at s[i:], or returns -1.
+// hex4 decodes the four hex digits at s[i:], or returns -1. It is written to be
+// inlined: [Validate] calls it for every \u escape.
 func hex4(s string, i int) rune {
 	if i+4 > len(s) {
 		return -1
 	}
 	var r rune
-	for k := i; k < i+4; k++ {
-		c := s[k]
-		var v byte
+	for _, c := range []byte(s[i : i+4]) {
+		r <<= 4
 		switch {
 		case '0' <= c && c <= '9':
-			v = c - '0'
+			r |= rune(c - '0')
 		case 'a' <= c && c <= 'f':
-			v = c - 'a' + 10
+			r |= rune(c - 'a' + 10)
 		case 'A' <= c && c <= 'F':
-			v = c - 'A' + 10
+			r |= rune(c - 'A' + 10)
 		default:
 			return -1
 		}
-		r = r<<4 | rune(v)
 	}
 	return r
 }

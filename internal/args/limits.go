@@ -66,7 +66,7 @@ func limitError(off int, format string, a ...any) error {
 }
 
 // SyntaxError reports where and why an input is not the strict JSON that [Doc.Decode]
-// accepts.
+// and [Validate] accept.
 type SyntaxError struct {
 	Offset int    // byte offset of the first offending byte, or the input length at a premature end
 	Msg    string // what was wrong

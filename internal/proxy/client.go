@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 // This file relays the client's messages to the server.
@@ -220,12 +222,12 @@ func parseCall(line []byte, m message) (c *Call, args span, err error) {
 // given: c's fields are its own). The copies share one allocation, each
 // capped at its own end, so that appending to one cannot write into
 // another.
-func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, args span, err error) {
+func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, argSpan span, err error) {
 	if !m.params.ok() || line[m.params[0]] != '{' {
 		return nil, nil, span{}, errors.New("params must be an object")
 	}
-	var buf [8]member
-	ms := members(buf[:0], line, m.params[0])
+	var buf [8]args.Member
+	ms := args.Members(buf[:0], line, m.params[0])
 	if err := caseVariant(ms, "name", "arguments", "_meta", "task"); err != nil {
 		return nil, nil, span{}, err
 	}
@@ -233,17 +235,17 @@ func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, args span, 
 	if !name.ok() || line[name[0]] != '"' {
 		return nil, nil, span{}, errors.New("params.name must be a string")
 	}
-	tool := string(unquote(name.of(line)))
+	tool := string(args.Unquote(name.of(line)))
 	if tool == "" {
 		return nil, nil, span{}, errors.New("params.name is empty")
 	}
 	arguments := []byte("{}")
-	args = find(ms, "arguments")
-	if args.ok() {
-		if line[args[0]] != '{' {
+	argSpan = find(ms, "arguments")
+	if argSpan.ok() {
+		if line[argSpan[0]] != '{' {
 			return nil, nil, span{}, errors.New("params.arguments must be an object")
 		}
-		arguments = args.of(line)
+		arguments = argSpan.of(line)
 	}
 	if find(ms, "task").ok() {
 		// A task-augmented call returns its result later, through
@@ -263,7 +265,7 @@ func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, args span, 
 	if meta != nil {
 		c.Meta, _ = appendOwn(own, meta)
 	}
-	return msg, id, args, nil
+	return msg, id, argSpan, nil
 }
 
 // appendOwn appends b to own, which has room for it, and returns the copy,
@@ -359,17 +361,17 @@ func (r *relay) decide(p *pendingCall) {
 
 // replaceArguments returns msg with params.arguments replaced by a gate's
 // arguments.
-func replaceArguments(msg []byte, args, params span, repl []byte, maxDepth int) ([]byte, error) {
+func replaceArguments(msg []byte, argSpan, params span, repl []byte, maxDepth int) ([]byte, error) {
 	obj, err := object(repl, maxDepth)
 	if err != nil {
 		return nil, err
 	}
-	if args.ok() {
-		return splice(msg, args, obj), nil
+	if argSpan.ok() {
+		return splice(msg, argSpan, obj), nil
 	}
 	end := params[1] - 1 // the closing brace
 	sep := []byte(`"arguments":`)
-	if len(members(nil, msg, params[0])) > 0 {
+	if len(args.Members(nil, msg, params[0])) > 0 {
 		sep = []byte(`,"arguments":`)
 	}
 	return splice(msg, span{end, end}, sep, obj), nil
@@ -381,7 +383,7 @@ func replaceArguments(msg []byte, args, params span, repl []byte, maxDepth int) 
 func (r *relay) forwardCancel(line []byte, m message) {
 	key, ok := "", false
 	if m.params.ok() && line[m.params[0]] == '{' {
-		if rid := find(members(nil, line, m.params[0]), "requestId"); rid.ok() {
+		if rid := find(args.Members(nil, line, m.params[0]), "requestId"); rid.ok() {
 			key, ok = responseKey(rid.of(line))
 		}
 	}
@@ -414,7 +416,7 @@ func (r *relay) forwardCancel(line []byte, m message) {
 // A batch holding a tools/call, or anything invalid, is refused whole: each
 // request in it is answered with an error, in one batch.
 func (r *relay) clientBatch(line []byte) {
-	els := elements(line, skipSpace(line, 0))
+	els := args.Elements(line, args.SkipSpace(line, 0))
 	if len(els) == 0 {
 		r.log.Warn("proxy: dropped empty batch from client")
 		return

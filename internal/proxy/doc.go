@@ -28,16 +28,18 @@
 //
 // Every message, in either direction, is validated strictly before the relay
 // decides what it is, so that aegis and the peer cannot read one message two
-// ways: duplicate keys at any depth, keys that differ only in case (decoders
-// like Go's encoding/json match field names case-insensitively; ſ and K
-// fold too), invalid UTF-8, lone surrogate escapes, a NUL in a key, nesting
-// past a limit and anything after the value are refused. Method names are
-// compared after unescaping ("tools\/call" is tools/call), and a name that
-// resembles a watched method without being it ("Tools/Call", "tools.call",
-// "tools/call\u200b") is refused. A client message that fails is never
-// forwarded: it is answered with a JSON-RPC error when it had a usable id,
-// else dropped and logged. A server message that fails is dropped; if it
-// answered a request, the client is told that the answer was withheld.
+// ways. The validator is package args's ([args.Validate]), so the relay reads
+// a message as the gateway reads the arguments in it: duplicate keys at any
+// depth, keys that differ only in case (decoders like Go's encoding/json match
+// field names case-insensitively; ſ and K fold too), invalid UTF-8, lone
+// surrogate escapes, a NUL in a key, nesting past a limit and anything after
+// the value are refused. Method names are compared after unescaping
+// ("tools\/call" is tools/call), and a name that resembles a watched method
+// without being it ("Tools/Call", "tools.call", "tools/call\u200b") is
+// refused. A client message that fails is never forwarded: it is answered
+// with a JSON-RPC error when it had a usable id, else dropped and logged. A
+// server message that fails is dropped; if it answered a request, the client
+// is told that the answer was withheld.
 //
 // A tools/call must have object params with a string name; arguments, if
 // present, must be an object, and are gated as {} if absent (the server reads

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 var fuzzSeeds = []string{
@@ -108,7 +110,7 @@ func FuzzRelayClientMessage(f *testing.F) {
 			}
 		}
 		for _, out := range lines(toClient.String()) {
-			if _, err := validate([]byte(out), 64); err != nil {
+			if _, err := args.Validate([]byte(out), 64); err != nil {
 				t.Fatalf("client received invalid %q: %v", out, err)
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 // testGate is a Gate for tests: it forwards every call unless deny names
@@ -223,7 +225,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // strict JSON.
 func decode(t *testing.T, line string) map[string]any {
 	t.Helper()
-	if _, err := validate([]byte(line), 64); err != nil {
+	if _, err := args.Validate([]byte(line), 64); err != nil {
 		t.Fatalf("relay produced invalid JSON %q: %v", line, err)
 	}
 	var m map[string]any

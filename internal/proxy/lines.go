@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 // readBufferSize is the size of each direction's read buffer. A message that
@@ -210,7 +212,7 @@ func (s *idScanner) id() []byte {
 	if s.n != 1 || len(s.val) == 0 || len(s.val) > maxIDBytes {
 		return nil
 	}
-	if first, err := validate(s.val, 1); err != nil || first != '"' && first != '-' && (first < '0' || first > '9') {
+	if first, err := args.Validate(s.val, 1); err != nil || first != '"' && first != '-' && (first < '0' || first > '9') {
 		return nil
 	}
 	return bytes.Clone(s.val)

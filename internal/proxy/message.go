@@ -9,6 +9,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 // kind is what a JSON-RPC message is.
@@ -58,29 +60,45 @@ var envelopeKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "e
 
 // memberPool holds the scratch slices parseMessage collects top-level
 // members in; its message keeps spans, never the members themselves.
-var memberPool = sync.Pool{New: func() any { s := make([]member, 0, 8); return &s }}
+var memberPool = sync.Pool{New: func() any { s := make([]args.Member, 0, 8); return &s }}
 
 // errInvalidJSON marks errors in the JSON itself, as opposed to a well-formed
 // value that is not a valid message; the first is a JSON-RPC parse error.
 var errInvalidJSON = errors.New("invalid JSON")
+
+// syntaxError returns an error of [args.Validate] in the relay's words,
+// which peers read in its error responses: "<what> at offset <n>".
+func syntaxError(err error) error {
+	var se *args.SyntaxError
+	if errors.As(err, &se) {
+		return jsonError{se}
+	}
+	return err
+}
+
+type jsonError struct{ err *args.SyntaxError }
+
+func (e jsonError) Error() string { return fmt.Sprintf("%s at offset %d", e.err.Msg, e.err.Offset) }
+
+func (e jsonError) Unwrap() error { return e.err }
 
 // parseMessage validates data strictly and says what message it is. When it
 // fails, the returned message still carries the raw id if the top-level
 // object had exactly one "id" member before the point of failure, so the
 // caller can answer it.
 func parseMessage(data []byte, maxDepth int) (message, error) {
-	tp := memberPool.Get().(*[]member)
+	tp := memberPool.Get().(*[]args.Member)
 	defer memberPool.Put(tp)
-	first, top, err := validateTop(data, maxDepth, (*tp)[:0])
+	first, top, err := args.ValidateTop(data, maxDepth, (*tp)[:0])
 	*tp = top
 	var m message
 	// An id given twice, or under a case variant, is not one to answer.
 	nid := 0
 	for _, mb := range top {
-		if bytes.EqualFold(mb.key, []byte("id")) {
+		if bytes.EqualFold(mb.Key, []byte("id")) {
 			nid++
-			if string(mb.key) == "id" {
-				m.id = data[mb.start:mb.end]
+			if string(mb.Key) == "id" {
+				m.id = data[mb.Start:mb.End]
 			}
 		}
 	}
@@ -88,7 +106,7 @@ func parseMessage(data []byte, maxDepth int) (message, error) {
 		m.id = nil
 	}
 	if err != nil {
-		return m, fmt.Errorf("%w: %w", errInvalidJSON, err)
+		return m, fmt.Errorf("%w: %w", errInvalidJSON, syntaxError(err))
 	}
 	if first == '[' {
 		m.kind = kindBatch
@@ -100,12 +118,12 @@ func parseMessage(data []byte, maxDepth int) (message, error) {
 	return m, m.classify(data, top)
 }
 
-func (m *message) classify(data []byte, top []member) error {
+func (m *message) classify(data []byte, top []args.Member) error {
 	var version, method span
 	hasID := false
 	for _, mb := range top {
-		s := span{mb.start, mb.end}
-		switch string(mb.key) {
+		s := span{mb.Start, mb.End}
+		switch string(mb.Key) {
 		case "jsonrpc":
 			version = s
 		case "id":
@@ -120,8 +138,8 @@ func (m *message) classify(data []byte, top []member) error {
 			m.error = s
 		default:
 			for _, k := range envelopeKeys {
-				if bytes.EqualFold(mb.key, []byte(k)) {
-					return fmt.Errorf("member %.64q is a case variant of %q", mb.key, k)
+				if bytes.EqualFold(mb.Key, []byte(k)) {
+					return fmt.Errorf("member %.64q is a case variant of %q", mb.Key, k)
 				}
 			}
 		}
@@ -140,7 +158,7 @@ func (m *message) classify(data []byte, top []member) error {
 		if data[method[0]] != '"' {
 			return errors.New(`"method" must be a string`)
 		}
-		m.method = unquote(method.of(data))
+		m.method = args.Unquote(method.of(data))
 		c, err := classOf(m.method)
 		if err != nil {
 			return err
@@ -228,7 +246,7 @@ func requestKey(raw []byte) (string, error) {
 		return "", fmt.Errorf("request id is longer than %d bytes", maxIDBytes)
 	}
 	if len(raw) > 0 && raw[0] == '"' {
-		return string(unquote(raw)), nil
+		return string(args.Unquote(raw)), nil
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	var canon [24]byte
@@ -246,7 +264,7 @@ func responseKey(raw []byte) (key string, ok bool) {
 		return "", false
 	}
 	if raw[0] == '"' {
-		return string(unquote(raw)), true
+		return string(args.Unquote(raw)), true
 	}
 	if k, err := requestKey(raw); err == nil {
 		return k, true
@@ -259,10 +277,10 @@ func responseKey(raw []byte) (key string, ok bool) {
 }
 
 // find returns the span of the member named key; the zero span if none.
-func find(ms []member, key string) span {
+func find(ms []args.Member, key string) span {
 	for _, m := range ms {
-		if string(m.key) == key {
-			return span{m.start, m.end}
+		if string(m.Key) == key {
+			return span{m.Start, m.End}
 		}
 	}
 	return span{}
@@ -270,11 +288,11 @@ func find(ms []member, key string) span {
 
 // caseVariant reports a member whose key differs from one of keys only in
 // case.
-func caseVariant(ms []member, keys ...string) error {
+func caseVariant(ms []args.Member, keys ...string) error {
 	for _, m := range ms {
 		for _, k := range keys {
-			if string(m.key) != k && bytes.EqualFold(m.key, []byte(k)) {
-				return fmt.Errorf("member %.64q is a case variant of %q", m.key, k)
+			if string(m.Key) != k && bytes.EqualFold(m.Key, []byte(k)) {
+				return fmt.Errorf("member %.64q is a case variant of %q", m.Key, k)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -85,6 +86,14 @@ func TestParseMessageInvalidJSONIsParseError(t *testing.T) {
 	_, err := parseMessage([]byte(`{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}`), 64)
 	if !errors.Is(err, errInvalidJSON) {
 		t.Errorf("duplicate key: %v is not errInvalidJSON", err)
+	}
+	// Peers read this in the error response: the relay's words, not args'.
+	if want := `invalid JSON: duplicate key "method" at offset 37`; err == nil || err.Error() != want {
+		t.Errorf("duplicate key: %v, want %q", err, want)
+	}
+	var se *args.SyntaxError
+	if !errors.As(err, &se) || se.Offset != 37 {
+		t.Errorf("duplicate key: %v does not wrap the *args.SyntaxError at 37", err)
 	}
 	_, err = parseMessage([]byte(`{"jsonrpc":"2.0","id":1}`), 64)
 	if err == nil || errors.Is(err, errInvalidJSON) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 // JSON-RPC error codes the relay answers with.
@@ -71,9 +73,9 @@ func splice(msg []byte, s span, repl ...[]byte) []byte {
 // object checks that b, supplied by a gate, is a strict JSON object, and
 // returns it on one line.
 func object(b []byte, maxDepth int) ([]byte, error) {
-	first, err := validate(b, maxDepth)
+	first, err := args.Validate(b, maxDepth)
 	if err != nil {
-		return nil, err
+		return nil, syntaxError(err)
 	}
 	if first != '{' {
 		return nil, errors.New("not a JSON object")

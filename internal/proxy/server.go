@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/aegis-mcp/aegis/internal/args"
 )
 
 // This file relays the server's messages to the client.
@@ -119,7 +121,7 @@ func (r *relay) checkTools(msg []byte, m message, req *request) []byte {
 	if msg[m.result[0]] != '{' {
 		return withhold(errors.New("result is not an object"))
 	}
-	ms := members(nil, msg, m.result[0])
+	ms := args.Members(nil, msg, m.result[0])
 	if err := caseVariant(ms, "tools"); err != nil {
 		return withhold(err)
 	}
@@ -128,7 +130,7 @@ func (r *relay) checkTools(msg []byte, m message, req *request) []byte {
 		return withhold(errors.New("result has no tools array"))
 	}
 	own := bytes.Clone(ts.of(msg)) // the checker may keep what it is given
-	els := elements(own, 0)
+	els := args.Elements(own, 0)
 	tools := make([]json.RawMessage, len(els))
 	for i, e := range els {
 		if own[e[0]] != '{' {
@@ -227,7 +229,7 @@ func (r *relay) serverBatch(line []byte) {
 		outs    [][]byte
 		changed bool
 	)
-	for _, e := range elements(line, skipSpace(line, 0)) {
+	for _, e := range args.Elements(line, args.SkipSpace(line, 0)) {
 		el := line[e[0]:e[1]]
 		m, err := parseMessage(el, r.maxDepth)
 		switch {

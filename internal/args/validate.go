@@ -1,57 +1,37 @@
-package proxy
+package args
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sync"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
-// This file is the relay's strict JSON reader. Every message is validated
-// here before the relay decides what it is, so that aegis and the peer that
-// finally decodes the message cannot read it differently: a duplicate key,
-// two keys that differ only in case (encoding/json, and decoders like it,
-// match field names case-insensitively), invalid UTF-8, a lone surrogate
-// escape or trailing bytes make the whole message invalid.
-//
-// TODO(proxy): args has landed, but its decoder does not do this job yet:
-// it rejects exact duplicate keys only, not case variants; it takes only a
-// top-level object (the relay also reads batches and bare ids); it keeps
-// nothing of a document that failed (the relay still answers the id read
-// before the failure); and it unescapes every string, which on a 1 MiB
-// escape-heavy result made it 1.4x slower than this validator, with an
-// 880 KB allocation per message (2026-12, same run). Delete this file when
-// args has a validate-only mode that does all four at this speed.
+// This file is the validate-only reader, for a caller that must know a text is
+// strict JSON but has no use for a document: the relay checks every message it
+// passes on here, so that aegis and the peer that finally decodes it cannot read
+// it differently. It reads what [Doc.Decode] reads, but builds nothing, unescapes
+// only object keys, and takes any top-level value.
 
-// A syntaxError says what was wrong with a message and where.
-type syntaxError struct {
-	Off int
-	Msg string
+// A Member is one member of a validated object: its unescaped key and the byte span
+// [Start, End) of its value in the input. Key aliases the input when the key has no
+// escapes.
+type Member struct {
+	Key        []byte
+	Start, End int
 }
-
-func (e *syntaxError) Error() string { return fmt.Sprintf("%s at offset %d", e.Msg, e.Off) }
-
-// A member is one key of a validated object: its unescaped key and the byte
-// span [start, end) of its value in the message.
-type member struct {
-	key        []byte
-	start, end int
-}
-
-// pairwiseKeys is how many keys of one object are compared pairwise before
-// duplicate detection switches to a map of case-folded keys.
-const pairwiseKeys = 16
 
 type validator struct {
 	data     []byte
+	s        string // data, viewed as a string for the helpers Decode shares
 	i        int
 	depth    int
 	maxDepth int
 	record   bool // collect the members of a top-level object in top
-	top      []member
+	top      []Member
 	keys     [][]byte // the keys of the objects being read, innermost last
 }
 
@@ -62,28 +42,43 @@ type scratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return &scratch{keys: make([][]byte, 0, 64)} }}
 
-// validate checks that data is exactly one strict JSON value, optionally
-// surrounded by whitespace, nested at most maxDepth deep. It returns the first
-// byte of the value ('{' for an object, '[' for an array, ...).
-func validate(data []byte, maxDepth int) (byte, error) {
+// Validate is validate-only: it checks that data is strict JSON as [Doc.Decode] reads
+// it, without building a document. data must be exactly one JSON value of any kind,
+// optionally surrounded by whitespace, nested at most maxDepth deep ({} alone is depth
+// 1). It returns the first byte of the value ('{' for an object, '[' for an array,
+// '"' for a string, ...), also when the value turns out to be invalid.
+//
+// It refuses all that Decode refuses as malformed, also comparing keys as Decode does
+// (a duplicate key, or two keys equal under Unicode simple case folding: [SameKey]),
+// and one thing more: an object key holding NUL (a C-string peer would read a shorter
+// key). It applies no other [Limits]: the caller bounds the input's size.
+//
+// The error is a *[SyntaxError], for nesting past maxDepth too. Unlike Decode's
+// messages, its Msg may quote an offending key (up to 64 bytes). data MUST NOT change
+// during the call.
+func Validate(data []byte, maxDepth int) (first byte, err error) {
 	sc := scratchPool.Get().(*scratch)
-	v := validator{data: data, maxDepth: maxDepth, keys: sc.keys[:0]}
-	first, err := v.run()
+	v := validator{data: data, s: view(data), maxDepth: maxDepth, keys: sc.keys[:0]}
+	first, err = v.run()
 	sc.release(v.keys)
 	return first, err
 }
 
-// validateTop is validate that also appends the members of a top-level
-// object to top and returns it. The members read before an error are
-// returned with it, so a caller can still find the id of a message that was
-// rejected.
-func validateTop(data []byte, maxDepth int, top []member) (byte, []member, error) {
+// ValidateTop is [Validate] that also appends the members of a top-level object to
+// top, in input order, and returns it. The members read before an error are
+// returned with it (a duplicate key with a zero span), so that a caller can still
+// find, say, the id of a message it refuses.
+func ValidateTop(data []byte, maxDepth int, top []Member) (first byte, members []Member, err error) {
 	sc := scratchPool.Get().(*scratch)
-	v := validator{data: data, maxDepth: maxDepth, record: true, top: top, keys: sc.keys[:0]}
-	first, err := v.run()
+	v := validator{data: data, s: view(data), maxDepth: maxDepth, record: true, top: top, keys: sc.keys[:0]}
+	first, err = v.run()
 	sc.release(v.keys)
 	return first, v.top, err
 }
+
+// view returns b as a string without copying. The string MUST NOT outlive a change
+// to b; the validator holds views only during a call, whose input does not change.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // release returns sc to the pool with keys, its references to messages
 // dropped.
@@ -110,21 +105,12 @@ func (v *validator) run() (byte, error) {
 }
 
 func (v *validator) errorf(format string, args ...any) error {
-	return &syntaxError{Off: v.i, Msg: fmt.Sprintf(format, args...)}
+	return &SyntaxError{Offset: v.i, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (v *validator) errEnd() error { return v.errorf("unexpected end of JSON input") }
 
-func (v *validator) space() {
-	for v.i < len(v.data) {
-		switch v.data[v.i] {
-		case ' ', '\t', '\n', '\r':
-			v.i++
-		default:
-			return
-		}
-	}
-}
+func (v *validator) space() { v.i = skipSpace(v.s, v.i) }
 
 func (v *validator) value() error {
 	v.space()
@@ -160,6 +146,8 @@ func (v *validator) literal(lit string) error {
 	return nil
 }
 
+// number accepts what scanNumber accepts, and says it in the validator's words: a
+// leading zero ends the number, and what follows it is refused by the caller.
 func (v *validator) number() error {
 	d := v.data
 	if d[v.i] == '-' {
@@ -246,8 +234,9 @@ func (v *validator) object() error {
 		v.depth--
 		return nil
 	}
-	// The keys read so far are v.keys[base:], compared pairwise, until
-	// there are too many and a map of case-folded keys takes over.
+	// The keys read so far are v.keys[base:], compared pairwise as Decode's
+	// checkKeys does, until there are too many and a map of folded keys takes
+	// over. The map's keys may view the input: it is dropped on return.
 	base := len(v.keys)
 	var big map[string][]byte // folded key -> key
 	for {
@@ -264,31 +253,31 @@ func (v *validator) object() error {
 			return err
 		}
 		if bytes.IndexByte(key, 0) >= 0 {
-			return &syntaxError{Off: keyOff, Msg: fmt.Sprintf("object key %.64q contains NUL", key)}
+			return &SyntaxError{Offset: keyOff, Msg: fmt.Sprintf("object key %.64q contains NUL", key)}
 		}
 		// Duplicate and case-folded duplicate keys. A top-level duplicate
 		// is recorded before failing, so the caller sees both.
 		if big == nil {
 			for _, k := range v.keys[base:] {
-				if bytes.EqualFold(k, key) {
+				if sameKey(view(k), view(key)) {
 					if record {
-						v.top = append(v.top, member{key: key})
+						v.top = append(v.top, Member{Key: key})
 					}
 					return dupKeyError(keyOff, k, key)
 				}
 			}
 			v.keys = append(v.keys, key)
-			if len(v.keys)-base > pairwiseKeys {
-				big = make(map[string][]byte, 4*pairwiseKeys)
+			if len(v.keys)-base > smallObject {
+				big = make(map[string][]byte, 4*smallObject)
 				for _, k := range v.keys[base:] {
-					big[foldKey(k)] = k
+					big[foldKey(view(k))] = k
 				}
 			}
 		} else {
-			f := foldKey(key)
+			f := foldKey(view(key))
 			if k, ok := big[f]; ok {
 				if record {
-					v.top = append(v.top, member{key: key})
+					v.top = append(v.top, Member{Key: key})
 				}
 				return dupKeyError(keyOff, k, key)
 			}
@@ -309,7 +298,7 @@ func (v *validator) object() error {
 			return err
 		}
 		if record {
-			v.top = append(v.top, member{key: key, start: start, end: v.i})
+			v.top = append(v.top, Member{Key: key, Start: start, End: v.i})
 		}
 		v.space()
 		if v.i >= len(v.data) {
@@ -331,47 +320,9 @@ func (v *validator) object() error {
 
 func dupKeyError(off int, a, b []byte) error {
 	if bytes.Equal(a, b) {
-		return &syntaxError{Off: off, Msg: fmt.Sprintf("duplicate key %.64q", b)}
+		return &SyntaxError{Offset: off, Msg: fmt.Sprintf("duplicate key %.64q", b)}
 	}
-	return &syntaxError{Off: off, Msg: fmt.Sprintf("keys %.64q and %.64q differ only in case", a, b)}
-}
-
-// foldKey maps every rune of k to the smallest rune of its simple case-folding
-// orbit, so two keys are equal under bytes.EqualFold exactly when their
-// foldKeys are equal.
-func foldKey(k []byte) string {
-	out := make([]byte, 0, len(k))
-	for _, r := range string(k) {
-		m := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			m = min(m, f)
-		}
-		out = utf8.AppendRune(out, m)
-	}
-	return string(out)
-}
-
-// plain marks the bytes a string holds as they are: printable ASCII other
-// than the quote and the backslash.
-var plain = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// plain8 reports whether all eight bytes packed in x are plain: it lets
-// validation skip ordinary text a word at a time. Each term is the classic
-// test for "some byte is below n" or "some byte is zero", exact as a
-// predicate over the word.
-func plain8(x uint64) bool {
-	const lsb, msb = 0x0101010101010101, 0x8080808080808080
-	control := (x - lsb*0x20) & ^x & msb
-	q := x ^ (lsb * '"')
-	quote := (q - lsb) & ^q & msb
-	b := x ^ (lsb * '\\')
-	backslash := (b - lsb) & ^b & msb
-	return control|quote|backslash|x&msb == 0
+	return &SyntaxError{Offset: off, Msg: fmt.Sprintf("keys %.64q and %.64q differ only in case", a, b)}
 }
 
 // str validates the string starting at v.i. For a key it returns the
@@ -383,7 +334,7 @@ func (v *validator) str(isKey bool) ([]byte, error) {
 	escaped := false
 	for v.i < len(d) {
 		// Skip plain text: a word at a time, then a byte at a time.
-		for v.i+8 <= len(d) && plain8(binary.LittleEndian.Uint64(d[v.i:])) {
+		for v.i+8 <= len(d) && !special(binary.LittleEndian.Uint64(d[v.i:])) {
 			v.i += 8
 		}
 		for v.i < len(d) && plain[d[v.i]] {
@@ -403,7 +354,7 @@ func (v *validator) str(isKey bool) ([]byte, error) {
 			if !escaped {
 				return raw, nil
 			}
-			return unescape(raw), nil
+			return unescapeText(raw), nil
 		case c == '\\':
 			escaped = true
 			if err := v.escape(); err != nil {
@@ -435,8 +386,8 @@ func (v *validator) escape() error {
 		v.i += 2
 		return nil
 	case 'u':
-		r, ok := hex4(d[v.i+2:])
-		if !ok {
+		r := hex4(v.s, v.i+2)
+		if r < 0 {
 			return v.errorf("invalid \\u escape")
 		}
 		switch {
@@ -446,8 +397,8 @@ func (v *validator) escape() error {
 			if len(rest) < 2 || rest[0] != '\\' || rest[1] != 'u' {
 				return v.errorf("lone surrogate \\u%04x in string", r)
 			}
-			r2, ok := hex4(rest[2:])
-			if !ok {
+			r2 := hex4(v.s, v.i+8)
+			if r2 < 0 {
 				return v.errorf("invalid \\u escape")
 			}
 			if r2 < 0xdc00 || r2 > 0xdfff {
@@ -465,41 +416,22 @@ func (v *validator) escape() error {
 	}
 }
 
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-// unquote returns the value of a validated JSON string literal (with its
-// quotes), aliasing s when it has no escapes.
-func unquote(s []byte) []byte {
+// Unquote returns the value of a JSON string literal, quotes included, that
+// [Validate] accepted, aliasing s when it has no escapes. It does not check s again:
+// on anything else its result is unspecified.
+func Unquote(s []byte) []byte {
 	if len(s) < 2 {
 		return nil
 	}
-	return unescape(s[1 : len(s)-1])
+	return unescapeText(s[1 : len(s)-1])
 }
 
-// unescape decodes the escapes of the validated inside of a JSON string.
-func unescape(raw []byte) []byte {
+// unescapeText decodes the escapes of the validated inside of a JSON string.
+func unescapeText(raw []byte) []byte {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return raw
 	}
+	s := view(raw)
 	out := make([]byte, 0, len(raw))
 	for i := 0; i < len(raw); {
 		c := raw[i]
@@ -520,9 +452,9 @@ func unescape(raw []byte) []byte {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r, _ := hex4(raw[i+2:])
+			r := hex4(s, i+2)
 			if utf16.IsSurrogate(r) {
-				r2, _ := hex4(raw[i+8:])
+				r2 := hex4(s, i+8)
 				r = utf16.DecodeRune(r, r2)
 				i += 6
 			}
