@@ -48,7 +48,7 @@ func TestRelayGateOwnsItsCall(t *testing.T) {
 			// Refused: the answer goes to the id the client sent.
 			h = newHarness(t, scribblingGate{refuse: true})
 			h.fromClient(tt.call)
-			h.clientGetsOnly(string(toolError(m.id, "no")[:len(toolError(m.id, "no"))-1]))
+			h.clientGetsOnly(string(toolError(&request{id: m.id}, "no")[:len(toolError(&request{id: m.id}, "no"))-1]))
 		})
 	}
 }

@@ -308,7 +308,7 @@ func (r *relay) decide(p *pendingCall) {
 		}
 		r.mu.Unlock()
 		if !cancelled { // a cancelled request expects no answer
-			r.answer(toolError(req.id, reason))
+			r.answer(toolError(req, reason))
 		}
 		return
 	}

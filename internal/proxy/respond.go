@@ -40,15 +40,62 @@ func errorResponse(id []byte, code int, msg string) []byte {
 	return append(b, "}}\n"...)
 }
 
-// toolError returns a tools/call result to id that reports text as a tool
+// toolError returns a tools/call result to req that reports text as a tool
 // error (isError), with its newline: the model reads it and can adjust.
-func toolError(id []byte, text string) []byte {
-	b := make([]byte, 0, 96+len(id)+len(text))
+// For a call of protocol revision 2026-07-28 or later, which requires every
+// result to say its resultType, it says "complete".
+func toolError(req *request, text string) []byte {
+	b := make([]byte, 0, 128+len(req.id)+len(text))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":{"content":[{"type":"text","text":`...)
+	b = append(b, req.id...)
+	b = append(b, `,"result":{`...)
+	if req.call != nil && typedResults(req.call.Meta) {
+		b = append(b, `"resultType":"complete",`...)
+	}
+	b = append(b, `"content":[{"type":"text","text":`...)
 	b = appendString(b, text)
 	return append(b, `}],"isError":true}}`+"\n"...)
+}
+
+// metaProtocolVersion is the _meta key by which a request of revision
+// 2026-07-28 or later names its revision (there is no initialize then).
+const metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+
+// typedResults reports whether a request whose params._meta is meta (raw
+// JSON the relay validated; nil when absent) names protocol revision
+// 2026-07-28 or later, whose results carry a resultType. Revisions are
+// dates, YYYY-MM-DD, which compare as strings.
+func typedResults(meta []byte) bool {
+	if len(meta) == 0 || meta[0] != '{' {
+		return false
+	}
+	var buf [8]args.Member
+	for _, m := range args.Members(buf[:0], meta, 0) {
+		if string(m.Key) != metaProtocolVersion {
+			continue
+		}
+		v := meta[m.Start:m.End]
+		if len(v) < 2 || v[0] != '"' {
+			return false
+		}
+		rev := string(args.Unquote(v))
+		return isRevision(rev) && rev >= "2026-07-28"
+	}
+	return false
+}
+
+// isRevision reports whether s has the shape of a protocol revision,
+// YYYY-MM-DD.
+func isRevision(s string) bool {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return false
+	}
+	for i, c := range []byte(s) {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func appendString(b []byte, s string) []byte {

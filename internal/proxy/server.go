@@ -187,9 +187,9 @@ func (r *relay) checkResult(msg []byte, m message, req *request) []byte {
 		r.log.Warn("proxy: withheld tools/call result", "tool", req.call.Tool, "err", err)
 		var w *Withheld
 		if errors.As(err, &w) && w.Reason != "" {
-			return toolError(req.id, "aegis withheld this tool's result: "+w.Reason)
+			return toolError(req, "aegis withheld this tool's result: "+w.Reason)
 		}
-		return toolError(req.id, reasonResultWithheld)
+		return toolError(req, reasonResultWithheld)
 	case out == nil:
 		return msg
 	default:

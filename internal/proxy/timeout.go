@@ -52,7 +52,7 @@ func (r *relay) timeout(req *request) {
 	r.mu.Unlock()
 	r.undelivered(req, TimedOut)
 	r.toServer(cancelNotification(req.id, fmt.Sprintf("aegis: no answer within the call timeout (%v)", r.callTimeout)))
-	r.answer(toolError(req.id, fmt.Sprintf(
+	r.answer(toolError(req, fmt.Sprintf(
 		"aegis cancelled this call: the MCP server did not answer it within the call timeout (%v). The tool may have run, in part or whole; check before calling it again.",
 		r.callTimeout)))
 }
