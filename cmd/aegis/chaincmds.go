@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -162,7 +161,9 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 	if *n == 0 {
 		// Everything: streamed, lanes merged by time, never held whole
 		// (a million entries would be gigabytes).
-		return streamLanes(lanes, func(le laneEntry) error { return printEntry(stdout, le, *asJSON) })
+		return chain.Merge(lanes, func(ln chain.Lane, e *record.Entry, verified bool) error {
+			return printEntry(stdout, laneEntry{lane: ln, e: e, unverified: !verified}, *asJSON)
+		})
 	}
 	// The last n of each lane, then the last n of those by time.
 	var recent []laneEntry
@@ -171,12 +172,12 @@ func cmdLog(argv []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		signed, err := signedThrough(ln)
+		sig, err := chain.LaneSignature(ln.Dir)
 		if err != nil {
 			return err
 		}
 		for i := range ring {
-			ring[i].unverified = !signed.covers(ring[i].e)
+			ring[i].unverified = !sig.Covers(ring[i].e)
 		}
 		recent = append(recent, ring...)
 	}
@@ -226,67 +227,6 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 	return err
 }
 
-// streamLanes calls fn with every entry of every lane, the lanes merged by
-// time (a lane's own entries in their order), holding one entry of each
-// lane at a time.
-func streamLanes(lanes []chain.Lane, fn func(laneEntry) error) error {
-	type head struct {
-		ch  chan *record.Entry
-		cur *record.Entry
-		sig signed
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	errs := make([]error, len(lanes))
-	heads := make([]*head, len(lanes))
-	for i, ln := range lanes {
-		sig, err := signedThrough(ln)
-		if err != nil {
-			return err
-		}
-		h := &head{ch: make(chan *record.Entry, 64), sig: sig}
-		heads[i] = h
-		go func() {
-			defer close(h.ch)
-			errs[i] = chain.Scan(ln.Dir, func(e *record.Entry) error {
-				c := *e
-				select {
-				case h.ch <- &c:
-					return nil
-				case <-stop:
-					return errStopped
-				}
-			})
-		}()
-		h.cur = <-h.ch
-	}
-	for {
-		k := -1
-		for i, h := range heads {
-			if h.cur != nil && (k < 0 || h.cur.Time.Before(heads[k].cur.Time)) {
-				k = i
-			}
-		}
-		if k < 0 {
-			break
-		}
-		h := heads[k]
-		if err := fn(laneEntry{lane: lanes[k], e: h.cur, unverified: !h.sig.covers(h.cur)}); err != nil {
-			return err
-		}
-		h.cur = <-h.ch
-	}
-	for _, err := range errs { // every goroutine has closed its channel: read after
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// errStopped ends a lane's scan that streamLanes no longer reads.
-var errStopped = errors.New("stopped")
-
 // lastEntries returns the last n entries of a lane (all of them when n is
 // 0), as chain.LastEntries reads them.
 func lastEntries(ln chain.Lane, n int) ([]laneEntry, error) {
@@ -302,41 +242,9 @@ func lastEntries(ln chain.Lane, n int) ([]laneEntry, error) {
 type laneEntry struct {
 	lane chain.Lane
 	e    *record.Entry
-	// unverified: no signature of the chain's key covers it (see signed).
+	// unverified: no signature of the chain's key covers it
+	// (chain.Signature.Covers).
 	unverified bool
-}
-
-// signed is how far a lane's key vouches: its last checkpoint's seq and
-// hash, when that checkpoint's signature is the key's.
-type signed struct {
-	seq  uint64
-	hash record.Digest
-	ok   bool
-}
-
-// signedThrough reads the last signature of a lane, checked with the
-// public key beside it (as aegis verify checks by default).
-func signedThrough(ln chain.Lane) (signed, error) {
-	b, err := os.ReadFile(filepath.Join(ln.Dir, chain.PublicKeyFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return signed{}, nil // no key: nothing is vouched for
-	}
-	if err != nil {
-		return signed{}, err
-	}
-	pub, err := chain.ParsePublicKey(b)
-	if err != nil {
-		return signed{}, fmt.Errorf("%s: %w", ln.Dir, err)
-	}
-	seq, h, ok, err := chain.LastSignature(ln.Dir, pub)
-	return signed{seq, h, ok}, err
-}
-
-// covers reports whether the signature vouches for e: e comes no later
-// than the signed entry, and is not the signed seq with another hash.
-// (The readers check that the entries link to each other.)
-func (s signed) covers(e *record.Entry) bool {
-	return s.ok && (e.Seq < s.seq || e.Seq == s.seq && e.Hash == s.hash)
 }
 
 // cmdKey prints the chain's public key, to keep a copy apart from the chain.

@@ -51,35 +51,19 @@ func chainLanes(dir, server string) (string, []chain.Lane, error) {
 
 // allLanes is chainLanes for the commands that read every server's chain
 // (verify, log, recheck): without --server and --chain, and with several
-// servers in the state directory, it returns every lane of every server,
-// in the order of their names.
+// servers in the state directory, every lane of every server.
 func allLanes(dir, server string) ([]chain.Lane, error) {
-	if dir != "" || server != "" {
-		_, lanes, err := chainLanes(dir, server)
-		return lanes, err
-	}
-	state, err := stateDir()
-	if err != nil {
-		return nil, err
-	}
-	root := filepath.Join(state, "chain")
-	names, err := chain.Servers(root)
-	if err != nil {
-		return nil, err
-	}
-	if len(names) <= 1 {
-		_, lanes, err := chainLanes(dir, server)
-		return lanes, err
-	}
-	var all []chain.Lane
-	for _, name := range names {
-		lanes, err := chain.Lanes(root, name)
+	if dir == "" && server == "" {
+		state, err := stateDir()
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, lanes...)
+		if all, err := chain.AllLanes(filepath.Join(state, "chain")); err != nil || len(all) > 0 && laneServer(all[0]) != laneServer(all[len(all)-1]) {
+			return all, err
+		}
 	}
-	return all, nil
+	_, lanes, err := chainLanes(dir, server)
+	return lanes, err
 }
 
 // laneServer returns the server a lane of the state directory records; ""

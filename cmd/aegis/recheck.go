@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"sort"
 
+	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
@@ -59,14 +60,14 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	// collections cost less CPU than the default.
 	debug.SetGCPercent(400)
 	for _, ln := range lanes {
-		sig, err := signedThrough(ln)
+		sig, err := chain.LaneSignature(ln.Dir)
 		if err != nil {
 			return err
 		}
 		err = eng.RecheckChain(ln.Dir, func(e *record.Entry, v gateway.Verdict, ok bool) error {
 			total++
 			mark := ""
-			if !sig.covers(e) {
+			if !sig.Covers(e) {
 				unverified++
 				mark = " [UNVERIFIED]"
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"os/user"
-	"sync"
 	"syscall"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -153,7 +151,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	relay := cfg.Relay[name]
-	err = proxy.Run(ctx, stdin, stdout, cmd, relayGate{s: sess, seqs: &forwarded{m: map[*proxy.Call]uint64{}}}, &proxy.Options{
+	err = proxy.Run(ctx, stdin, stdout, cmd, proxy.SessionGate(sess), &proxy.Options{
 		MaxMessageBytes: int(relay.MaxMessageBytes),
 		MaxInFlight:     relay.MaxInFlight,
 		CallTimeout:     relay.CallTimeout,
@@ -170,85 +168,4 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return exitError{ee.ExitCode()}
 	}
 	return err
-}
-
-// relayGate is the relay's Gate over a gateway.Session: the two speak
-// different types, and nothing more happens here.
-type relayGate struct {
-	s    *gateway.Session
-	seqs *forwarded
-}
-
-// forwarded holds the chain seq of each call forwarded and not yet
-// answered, for the record of one the server never answers.
-type forwarded struct {
-	mu sync.Mutex
-	m  map[*proxy.Call]uint64
-}
-
-func (f *forwarded) put(c *proxy.Call, seq uint64) {
-	f.mu.Lock()
-	f.m[c] = seq
-	f.mu.Unlock()
-}
-
-func (f *forwarded) take(c *proxy.Call) (uint64, bool) {
-	f.mu.Lock()
-	seq, ok := f.m[c]
-	delete(f.m, c)
-	f.mu.Unlock()
-	return seq, ok
-}
-
-func (g relayGate) Call(ctx context.Context, c *proxy.Call) (proxy.Verdict, error) {
-	o, err := g.s.Call(ctx, c.Tool, c.Arguments)
-	if err == nil && o.Forward {
-		g.seqs.put(c, o.Seq)
-	}
-	return proxy.Verdict{Forward: o.Forward, Arguments: o.Arguments, Reason: o.Reason}, err
-}
-
-// Undelivered records, in the chain, a call the relay let through that got
-// no answer.
-func (g relayGate) Undelivered(ctx context.Context, c *proxy.Call, why proxy.Loss) {
-	seq, ok := g.seqs.take(c)
-	if !ok {
-		return
-	}
-	var how string
-	switch why {
-	case proxy.NotSent:
-		how = "was not sent: the server had gone; it did not run"
-	case proxy.TimedOut:
-		how = "got no answer within call_timeout and was cancelled; it may have run"
-	default:
-		how = "got no answer: the server stopped; it may have run"
-	}
-	if err := g.s.Undelivered(ctx, c.Tool, seq, how); err != nil {
-		slog.Error("recording an undelivered call", "tool", c.Tool, "err", err)
-	}
-}
-
-func (g relayGate) Tools(ctx context.Context, tools []json.RawMessage) ([]json.RawMessage, error) {
-	return g.s.Tools(ctx, tools)
-}
-
-func (g relayGate) Result(ctx context.Context, c *proxy.Call, result json.RawMessage) (json.RawMessage, error) {
-	g.seqs.take(c) // answered
-	return withheld(g.s.Result(ctx, c.Tool, result))
-}
-
-func (g relayGate) Error(ctx context.Context, c *proxy.Call, errObj json.RawMessage) (json.RawMessage, error) {
-	g.seqs.take(c) // answered
-	return withheld(g.s.Error(ctx, c.Tool, errObj))
-}
-
-// withheld gives a refusal of the session's result side the relay's type,
-// whose reason the model reads.
-func withheld(out []byte, err error) (json.RawMessage, error) {
-	var r *gateway.Refusal
-	if errors.As(err, &r) {
-		return nil, &proxy.Withheld{Reason: r.Error()}
-	}
-	return out, err
 }

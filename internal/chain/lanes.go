@@ -172,3 +172,21 @@ func TidyLanes(root, server string, mine Lane, opts *Options) error {
 	}
 	return errors.Join(errs...)
 }
+
+// AllLanes returns every lane of every server under root, the servers in
+// the order of their names.
+func AllLanes(root string) ([]Lane, error) {
+	names, err := Servers(root)
+	if err != nil {
+		return nil, err
+	}
+	var all []Lane
+	for _, name := range names {
+		lanes, err := Lanes(root, name)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, lanes...)
+	}
+	return all, nil
+}

@@ -3,9 +3,12 @@ package chain
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/aegis-mcp/aegis/internal/record"
 )
@@ -104,3 +107,102 @@ func LastSignature(dir string, pub ed25519.PublicKey) (seq uint64, hash record.D
 	}
 	return 0, hash, false, nil
 }
+
+// Signature is how far a chain's key vouches for its entries: the seq and
+// hash its last valid checkpoint signs ([LastSignature]); OK false when
+// none does.
+type Signature struct {
+	Seq  uint64
+	Hash record.Digest
+	OK   bool
+}
+
+// LaneSignature is [LastSignature] of the chain in dir, checked with the
+// public key beside it (as aegis verify checks by default). A chain
+// without a key has nothing vouched for.
+func LaneSignature(dir string) (Signature, error) {
+	b, err := os.ReadFile(filepath.Join(dir, PublicKeyFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Signature{}, nil
+	}
+	if err != nil {
+		return Signature{}, fmt.Errorf("chain: %w", err)
+	}
+	pub, err := ParsePublicKey(b)
+	if err != nil {
+		return Signature{}, fmt.Errorf("chain: %s: %w", dir, err)
+	}
+	seq, h, ok, err := LastSignature(dir, pub)
+	return Signature{seq, h, ok}, err
+}
+
+// Covers reports whether s vouches for e, an entry a reader that checks
+// links (Scan, ScanFrom) read from the same chain: e comes no later than
+// the signed entry, and is not the signed seq with another hash.
+func (s Signature) Covers(e *record.Entry) bool {
+	return s.OK && (e.Seq < s.Seq || e.Seq == s.Seq && e.Hash == s.Hash)
+}
+
+// Merge calls fn with every entry of every lane, the lanes merged by time
+// (a lane's own entries in their order), and whether the lane's signature
+// covers the entry. It holds a few entries of each lane at a time, however
+// long the chains: a scanner per lane feeds a small channel. The entry is
+// fn's to keep.
+func Merge(lanes []Lane, fn func(ln Lane, e *record.Entry, verified bool) error) error {
+	type head struct {
+		ch  chan *record.Entry
+		cur *record.Entry
+		sig Signature
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	errs := make([]error, len(lanes))
+	heads := make([]*head, len(lanes))
+	for i, ln := range lanes {
+		sig, err := LaneSignature(ln.Dir)
+		if err != nil {
+			return err
+		}
+		h := &head{ch: make(chan *record.Entry, 64), sig: sig}
+		heads[i] = h
+		go func() {
+			defer close(h.ch)
+			errs[i] = Scan(ln.Dir, func(e *record.Entry) error {
+				c := *e
+				select {
+				case h.ch <- &c:
+					return nil
+				case <-stop:
+					return errMergeStopped
+				}
+			})
+		}()
+		h.cur = <-h.ch
+	}
+	for {
+		k := -1
+		for i, h := range heads {
+			if h.cur != nil && (k < 0 || h.cur.Time.Before(heads[k].cur.Time)) {
+				k = i
+			}
+		}
+		if k < 0 {
+			break
+		}
+		h := heads[k]
+		if err := fn(lanes[k], h.cur, h.sig.Covers(h.cur)); err != nil {
+			return err
+		}
+		h.cur = <-h.ch
+	}
+	// Every scanner has closed its channel, after setting its error.
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errMergeStopped ends a lane's scan that Merge no longer reads.
+var errMergeStopped = errors.New("chain: merge stopped")

@@ -1,8 +1,9 @@
 // Package proxy owns aegis's MCP plumbing: the stdio relay that sits between
 // an MCP client (on aegis's stdin and stdout) and the MCP server it wraps (a
 // child process), speaking MCP's stdio transport, newline-delimited JSON-RPC
-// 2.0. It leaves every decision to a [Gate], which the gateway implements;
-// what is decided, recorded or pinned is not its business.
+// 2.0. It leaves every decision to a [Gate], an interface it declares;
+// [SessionGate] is the one over a gateway.Session, the whole pipeline.
+// What is decided, recorded or pinned is not its business.
 //
 // # Fidelity
 //
