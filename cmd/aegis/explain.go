@@ -25,7 +25,7 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if fs.NArg() == 1 {
 		line = []byte(fs.Arg(0))
 	} else {
-		b, err := io.ReadAll(io.LimitReader(stdin, maxLine+1))
+		b, err := io.ReadAll(io.LimitReader(stdin, offline.MaxLine+1))
 		if err != nil {
 			return err
 		}

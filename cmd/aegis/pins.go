@@ -88,41 +88,22 @@ func cmdPins(argv []string, stdout, stderr io.Writer) error {
 }
 
 // pinFile resolves the pin file of server in the state directory: the
-// only one there when server is empty.
+// only one there when server is empty (config.State.ServerPinFile).
 func pinFile(server string) (string, error) {
-	state, err := stateDir()
+	state, err := config.DefaultState()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(state, "pins")
-	if server != "" {
-		if err := config.CheckServerName(server); err != nil {
-			return "", err
-		}
-		return filepath.Join(dir, server+".json"), nil
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	switch len(files) {
-	case 0:
-		return "", fmt.Errorf("no pins in %s: no server has listed its tools through aegis yet", dir)
-	case 1:
-		return files[0], nil
-	}
-	var names []string
-	for _, f := range files {
-		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
-	}
-	return "", fmt.Errorf("%s holds the pins of %d servers (%s): say which with --server NAME", dir, len(names), strings.Join(names, ", "))
+	return state.ServerPinFile(server)
 }
 
 // allPinFiles lists the pin files in the state directory, sorted.
 func allPinFiles() []string {
-	state, err := stateDir()
+	state, err := config.DefaultState()
 	if err != nil {
 		return nil
 	}
-	files, _ := filepath.Glob(filepath.Join(state, "pins", "*.json"))
-	return files
+	return state.PinFiles()
 }
 
 // openPins opens an existing pin file: accepting or forgetting in a file

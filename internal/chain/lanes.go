@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // The lanes of a server's chain: the package doc's "Lanes" section, and
@@ -173,12 +174,47 @@ func TidyLanes(root, server string, mine Lane, opts *Options) error {
 	return errors.Join(errs...)
 }
 
+// ServerLanes returns every lane of server's chain under root, or of the
+// only server there when server is "", and the server's name. A server
+// that has recorded nothing yet has its first lane, empty. With no server,
+// or several, it says so.
+func ServerLanes(root, server string) (string, []Lane, error) {
+	if server == "" {
+		names, err := Servers(root)
+		if err != nil {
+			return "", nil, err
+		}
+		switch len(names) {
+		case 0:
+			return "", nil, fmt.Errorf("no chain in %s: nothing has been recorded yet (or pass --chain DIR)", root)
+		case 1:
+			server = names[0]
+		default:
+			return "", nil, fmt.Errorf("%s holds the chains of %d servers (%s): say which with --server NAME", root, len(names), strings.Join(names, ", "))
+		}
+	} else if err := CheckServerName(server); err != nil {
+		return "", nil, err
+	}
+	lanes, err := Lanes(root, server)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(lanes) == 0 {
+		lanes = []Lane{{N: 1, Dir: LaneDir(root, server, 1)}}
+	}
+	return server, lanes, nil
+}
+
 // AllLanes returns every lane of every server under root, the servers in
-// the order of their names.
+// the order of their names; with no server there, it says so.
 func AllLanes(root string) ([]Lane, error) {
 	names, err := Servers(root)
 	if err != nil {
 		return nil, err
+	}
+	if len(names) <= 1 {
+		_, lanes, err := ServerLanes(root, "")
+		return lanes, err
 	}
 	var all []Lane
 	for _, name := range names {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // State is aegis's state directory, and where in it each thing is kept:
@@ -81,3 +82,32 @@ func (s State) Envelopes(server string) string {
 // server's.
 func (s State) Logs() string                   { return filepath.Join(string(s), "logs") }
 func (s State) StderrLog(server string) string { return filepath.Join(s.Logs(), server+".stderr.log") }
+
+// PinFiles lists the pin files in the state directory, sorted.
+func (s State) PinFiles() []string {
+	files, _ := filepath.Glob(filepath.Join(s.Pins(), "*.json"))
+	return files
+}
+
+// ServerPinFile is server's pin file, or the only one in the state
+// directory when server is "". With none, or several, it says so.
+func (s State) ServerPinFile(server string) (string, error) {
+	if server != "" {
+		if err := CheckServerName(server); err != nil {
+			return "", err
+		}
+		return s.PinFile(server), nil
+	}
+	files := s.PinFiles()
+	switch len(files) {
+	case 0:
+		return "", fmt.Errorf("no pins in %s: no server has listed its tools through aegis yet", s.Pins())
+	case 1:
+		return files[0], nil
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	return "", fmt.Errorf("%s holds the pins of %d servers (%s): say which with --server NAME", s.Pins(), len(names), strings.Join(names, ", "))
+}

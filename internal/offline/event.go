@@ -1,11 +1,13 @@
 package offline
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -102,4 +104,39 @@ func (ev *Event) Call() *gateway.Call {
 		c.SchemaKey = sha256.Sum256(ev.InputSchema)
 	}
 	return c
+}
+
+// MaxLine caps one line of events; a longer line is an error, and the
+// reading goes on.
+const MaxLine = 8 << 20
+
+// ErrLineTooLong is ReadLine's error for a line over MaxLine.
+var ErrLineTooLong = errors.New("line too long")
+
+// ReadLine returns the next line of events without its newline. A line
+// over MaxLine is consumed whole and reported as ErrLineTooLong, so the
+// next line is read correctly.
+func ReadLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLine {
+			for err == bufio.ErrBufferFull {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil && err != io.EOF {
+				return nil, err
+			}
+			return nil, ErrLineTooLong
+		}
+		line = append(line, chunk...)
+		switch err {
+		case bufio.ErrBufferFull:
+			continue
+		case nil:
+			return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r")), nil
+		default:
+			return line, err
+		}
+	}
 }
