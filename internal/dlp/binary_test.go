@@ -22,6 +22,9 @@ func TestBinaryFields(t *testing.T) {
 	}{
 		{"resource blob", `{"contents":[{"uri":"file:///k","blob":"` + b64 + `"}]}`, true},
 		{"image data, unpadded", `{"content":[{"type":"image","data":"` + raw + `","mimeType":"image/png"}]}`, true},
+		{"URL-safe alphabet", `{"blob":"` + base64.URLEncoding.EncodeToString([]byte(testKey)) + `"}`, true},
+		{"spaces inside", `{"blob":"` + b64[:20] + ` ` + b64[20:60] + `\t` + b64[60:] + `"}`, true},
+		{"padded chunks joined", `{"blob":"` + base64.StdEncoding.EncodeToString([]byte(testKey[:10])) + base64.StdEncoding.EncodeToString([]byte(testKey[10:])) + `"}`, true},
 		{"another member is not decoded", `{"payload":"` + b64 + `"}`, false},
 		{"data that is not base64", `{"data":"plain words, not base64 at all"}`, false},
 		{"a blob of nothing secret", `{"blob":"` + base64.StdEncoding.EncodeToString([]byte("just a picture of a cat, honestly")) + `"}`, false},
@@ -49,7 +52,7 @@ func TestBinaryFields(t *testing.T) {
 				}
 				// The field is still base64, of the redacted text.
 				var field string
-				for _, ptr := range []string{"/contents/0/blob", "/content/0/data"} {
+				for _, ptr := range []string{"/contents/0/blob", "/content/0/data", "/blob"} {
 					p, err := args.ParsePointer(ptr)
 					if err != nil {
 						t.Fatal(err)
@@ -80,11 +83,10 @@ func FuzzDecodeBase64(f *testing.F) {
 		if err != nil {
 			want, err = base64.RawStdEncoding.DecodeString(s)
 		}
-		if ok && (err != nil || got != string(want)) {
-			t.Fatalf("decodeBase64(%q) = %q, but encoding/base64 says %q, %v", s, got, want, err)
-		}
-		if !ok && err == nil && len(s) >= 4 {
-			t.Fatalf("decodeBase64(%q) refused what encoding/base64 decodes", s)
+		// What the standard decoder reads, decodeBase64 reads the same;
+		// it reads more (another alphabet, spaces, joined chunks).
+		if err == nil && len(s) >= 4 && (!ok || got != string(want)) {
+			t.Fatalf("decodeBase64(%q) = %q, %v; encoding/base64 says %q", s, got, ok, want)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package dlp
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"strconv"
@@ -216,7 +217,7 @@ func appendRedacted(dst []byte, v args.Value, redact func(Kind) bool) ([]byte, e
 					if r := redacted(dec, redact); r != dec {
 						s = base64.StdEncoding.EncodeToString([]byte(r))
 					}
-					dst = appendJSONString(dst, redacted(s, redact))
+					dst = appendJSONString(dst, s)
 					continue
 				}
 			}
@@ -312,24 +313,46 @@ func RedactJSON(data []byte, lim *args.Limits, redact func(Kind) bool) ([]byte, 
 // protocol: a resource's blob, an image's or audio's data.
 func binaryField(key string) bool { return key == "blob" || key == "data" }
 
-// decodeBase64 decodes s if it is standard base64 (padded or not, with or
-// without line breaks, which encoding/base64 skips); ok is false for
-// anything else, which is then only text.
+// decodeBase64 decodes s as a lenient client would: either alphabet
+// (standard or URL-safe), with or without padding, white space anywhere
+// (skipped), and chunks each ending in padding joined together (Node's
+// Buffer.from decodes them all). ok is false for anything else, which is
+// then only text.
 func decodeBase64(s string) (string, bool) {
 	if len(s) < 4 {
 		return "", false
 	}
+	clean := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=' || c == '\r' || c == '\n') {
+		switch c := s[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '=':
+			clean = append(clean, c)
+		case c == '+' || c == '-':
+			clean = append(clean, '+')
+		case c == '/' || c == '_':
+			clean = append(clean, '/')
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		default:
 			return "", false
 		}
 	}
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		if b, err = base64.RawStdEncoding.DecodeString(s); err != nil {
+	var out []byte
+	for len(clean) > 0 {
+		// A chunk ends after its padding.
+		end := len(clean)
+		if p := bytes.IndexByte(clean, '='); p >= 0 {
+			end = p
+			for end < len(clean) && clean[end] == '=' {
+				end++
+			}
+		}
+		chunk := bytes.TrimRight(clean[:end], "=")
+		b, err := base64.RawStdEncoding.DecodeString(string(chunk))
+		if err != nil {
 			return "", false
 		}
+		out = append(out, b...)
+		clean = clean[end:]
 	}
-	return string(b), true
+	return string(out), true
 }
