@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -25,24 +26,26 @@ func (e *Engine) defaults(b *binding.Binding, sch *schema.Schema, sc *scratch, c
 	}
 	var set []shape.Assign
 	root := sc.w.Doc.Root()
+	var absent []string
 	for i := range b.Args {
-		at, ok := outermostAbsent(root, b.Args[i].Pointer)
-		if !ok {
-			continue
-		}
-		def, ok, err := sch.Default(at)
-		if err != nil {
-			return nil, refusal(RuleSchema, "argument %s is left out, and %v", at, err)
-		}
-		if !ok {
-			continue
-		}
-		p, err := args.ParsePointer(at)
-		if err != nil {
-			return nil, refusal(RuleSchema, "argument %s: %v", at, err)
-		}
-		if !assigns(set, at) {
-			set = append(set, shape.Assign{Pointer: p, Value: def})
+		absent = outermostAbsent(absent[:0], root, b.Args[i].Pointer.String())
+		for _, at := range absent {
+			// The schema's pointer names array elements "*".
+			def, ok, err := sch.Default(schemaPointer(at))
+			if err != nil {
+				return nil, refusal(RuleSchema, "argument %s is left out, and %v", at, err)
+			}
+			if !ok || string(def) == "null" {
+				// A null default is what leaving it out means: nothing.
+				continue
+			}
+			p, err := args.ParsePointer(at)
+			if err != nil {
+				return nil, refusal(RuleSchema, "argument %s: %v", at, err)
+			}
+			if !assigns(set, at) {
+				set = append(set, shape.Assign{Pointer: p, Value: def})
+			}
 		}
 	}
 	if len(set) == 0 {
@@ -64,35 +67,60 @@ func (e *Engine) defaults(b *binding.Binding, sch *schema.Schema, sc *scratch, c
 	return out, nil
 }
 
-// outermostAbsent returns the pointer (as a string) of the outermost member
-// on p's way that root does not hold, up to p's first "*": where a server
-// would put a default. ok is false when every member on the way is present,
-// or the way passes through a value that is not an object.
-func outermostAbsent(root args.Value, p args.Pointer) (string, bool) {
-	s := p.String()
-	if s == "" {
-		return "", false
+// outermostAbsent appends to dst the pointers (as strings) of the
+// outermost members on pointer p's way that root does not hold: where a
+// server would put a default. Through a "*" it follows every element that
+// is there (a server fills a default in each element of a list), so an
+// element's absent member is named by its index. A way through a value
+// that is not an object or array there ends: nothing to fill.
+func outermostAbsent(dst []string, root args.Value, p string) []string {
+	if p == "" {
+		return dst
 	}
-	v := root
-	end := 0
-	for end < len(s) {
-		next := strings.IndexByte(s[end+1:], '/')
-		if next < 0 {
-			next = len(s)
-		} else {
-			next += end + 1
-		}
-		tok := strings.ReplaceAll(strings.ReplaceAll(s[end+1:next], "~1", "/"), "~0", "~")
-		if tok == "*" || v.Kind() != args.Object {
-			return "", false
-		}
-		m, ok := v.Lookup(tok)
-		if !ok {
-			return s[:next], true
-		}
-		v, end = m, next
+	return absentFrom(dst, root, p, 0, "")
+}
+
+func absentFrom(dst []string, v args.Value, p string, at int, prefix string) []string {
+	if at >= len(p) {
+		return dst
 	}
-	return "", false
+	next := strings.IndexByte(p[at+1:], '/')
+	if next < 0 {
+		next = len(p)
+	} else {
+		next += at + 1
+	}
+	raw := p[at+1 : next]
+	if raw == "*" {
+		if v.Kind() != args.Array {
+			return dst
+		}
+		for i := range v.Len() {
+			dst = absentFrom(dst, v.Index(i), p, next, prefix+"/"+strconv.Itoa(i))
+		}
+		return dst
+	}
+	if v.Kind() != args.Object {
+		return dst
+	}
+	tok := strings.ReplaceAll(strings.ReplaceAll(raw, "~1", "/"), "~0", "~")
+	m, ok := v.Lookup(tok)
+	if !ok {
+		return append(dst, prefix+"/"+raw)
+	}
+	return absentFrom(dst, m, p, next, prefix+"/"+raw)
+}
+
+// schemaPointer is at, a pointer into the arguments, with its array
+// indexes written "*", as the schema names the members of elements.
+func schemaPointer(at string) string {
+	toks := strings.Split(at, "/")
+	for i, t := range toks {
+		if i > 0 && t != "" && strings.Trim(t, "0123456789") == "" {
+			toks[i] = "*"
+		}
+	}
+	return strings.Join(toks, "/")
 }
 
 func assigns(set []shape.Assign, at string) bool {
