@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -60,10 +61,15 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	// collections cost less CPU than the default.
 	debug.SetGCPercent(400)
 	for _, ln := range lanes {
+		// The tail's signature; the scan checks every link on its way, and
+		// a lane's flips are printed only once its scan found the lane
+		// whole, so that none is shown vouched for before an alteration
+		// further on turns up.
 		sig, err := chain.LaneSignature(ln.Dir)
 		if err != nil {
 			return err
 		}
+		var lines bytes.Buffer
 		err = eng.RecheckChain(ln.Dir, func(e *record.Entry, v gateway.Verdict, ok bool) error {
 			total++
 			mark := ""
@@ -88,11 +94,14 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 				perRule[r]++
 			}
 			if !*quiet {
-				fmt.Fprintf(stdout, "seq %s: %s/%s by %q: %s -> %s: %s%s\n", ln.EntryName(e.Seq), e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason(), mark)
+				fmt.Fprintf(&lines, "seq %s: %s/%s by %q: %s -> %s: %s%s\n", ln.EntryName(e.Seq), e.Server, e.Tool, e.Principal, e.Decision, now, v.Reason(), mark)
 			}
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+		if _, err := lines.WriteTo(stdout); err != nil {
 			return err
 		}
 	}

@@ -118,29 +118,64 @@ type Signature struct {
 }
 
 // LaneSignature is [LastSignature] of the chain in dir, checked with the
-// public key beside it (as aegis verify checks by default). A chain
-// without a key has nothing vouched for.
+// key of the lane's server: the chain.pub of its first lane, which signs
+// every lane (as aegis verify checks by default), never a key a later lane
+// holds beside itself. A chain without a key has nothing vouched for. It
+// reads only the end of the chain: a reader that checks the links of what
+// it shows (ScanFrom, LastEntries) must have read up to the signed entry
+// before it trusts Covers; [LaneVerified] checks the whole chain first.
 func LaneSignature(dir string) (Signature, error) {
-	b, err := os.ReadFile(filepath.Join(dir, PublicKeyFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return Signature{}, nil
-	}
-	if err != nil {
-		return Signature{}, fmt.Errorf("chain: %w", err)
-	}
-	pub, err := ParsePublicKey(b)
-	if err != nil {
-		return Signature{}, fmt.Errorf("chain: %s: %w", dir, err)
+	pub, ok, err := laneKey(dir)
+	if err != nil || !ok {
+		return Signature{}, err
 	}
 	seq, h, ok, err := LastSignature(dir, pub)
 	return Signature{seq, h, ok}, err
 }
 
+// LaneVerified verifies the chain in dir whole, with its server's key, and
+// returns how far that key vouches for it. An altered chain is an error
+// (a *BreakError): nothing of it may be shown as vouched for.
+func LaneVerified(dir string) (Signature, error) {
+	pub, ok, err := laneKey(dir)
+	if err != nil || !ok {
+		return Signature{}, err
+	}
+	rep, err := Verify(dir, pub)
+	if err != nil {
+		return Signature{}, err
+	}
+	return Signature{Seq: rep.Signed, OK: rep.Signed > 0}, nil
+}
+
+// laneKey reads the public key of the server whose lane dir is: the first
+// lane's chain.pub (dir's own for a chain that is no lane). ok is false
+// when there is none.
+func laneKey(dir string) (ed25519.PublicKey, bool, error) {
+	keyDir := dir
+	if server, n, ok := ParseLaneName(filepath.Base(dir)); ok && n > 1 {
+		keyDir = filepath.Join(filepath.Dir(dir), server)
+	}
+	b, err := os.ReadFile(filepath.Join(keyDir, PublicKeyFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("chain: %w", err)
+	}
+	pub, err := ParsePublicKey(b)
+	if err != nil {
+		return nil, false, fmt.Errorf("chain: %s: %w", keyDir, err)
+	}
+	return pub, true, nil
+}
+
 // Covers reports whether s vouches for e, an entry a reader that checks
 // links (Scan, ScanFrom) read from the same chain: e comes no later than
-// the signed entry, and is not the signed seq with another hash.
+// the signed entry, and is not the signed seq with another hash (a zero
+// Hash, from LaneVerified, has had every link checked already).
 func (s Signature) Covers(e *record.Entry) bool {
-	return s.OK && (e.Seq < s.Seq || e.Seq == s.Seq && e.Hash == s.Hash)
+	return s.OK && (e.Seq < s.Seq || e.Seq == s.Seq && (s.Hash == record.Digest{} || e.Hash == s.Hash))
 }
 
 // Merge calls fn with every entry of every lane, the lanes merged by time
@@ -159,7 +194,9 @@ func Merge(lanes []Lane, fn func(ln Lane, e *record.Entry, verified bool) error)
 	errs := make([]error, len(lanes))
 	heads := make([]*head, len(lanes))
 	for i, ln := range lanes {
-		sig, err := LaneSignature(ln.Dir)
+		// Verified whole first: a stream cannot take back an entry it has
+		// shown as vouched for when an alteration turns up later.
+		sig, err := LaneVerified(ln.Dir)
 		if err != nil {
 			return err
 		}

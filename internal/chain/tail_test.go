@@ -211,3 +211,43 @@ func TestLastSignature(t *testing.T) {
 		}
 	})
 }
+
+// TestMergeVerifiesFirst: Merge shows nothing of a lane altered in the
+// middle, rather than showing its first entries as vouched for and
+// failing only when the alteration turns up.
+func TestMergeVerifiesFirst(t *testing.T) {
+	dir := t.TempDir()
+	logChain(t, dir, &Options{MaxBatch: 1}, 6)
+	segs, _ := listSegments(dir)
+	b, _ := os.ReadFile(segs[0].path)
+	s := strings.Replace(string(b), `"principal":"user4"`, `"principal":"mallory"`, 1)
+	if s == string(b) {
+		t.Fatal("the chain has no entry to alter")
+	}
+	os.WriteFile(segs[0].path, []byte(s), 0o600)
+	shown := 0
+	err := Merge([]Lane{{Dir: dir}}, func(Lane, *record.Entry, bool) error { shown++; return nil })
+	if err == nil || shown != 0 {
+		t.Fatalf("Merge of an altered chain showed %d entries, error %v; want none and an error", shown, err)
+	}
+}
+
+// TestLaneSignatureUsesTheServersKey: a later lane is checked with the key
+// of the server's first lane, not with one it holds beside itself (a lane
+// made by hand, signed by a key of its own, vouches for nothing).
+func TestLaneSignatureUsesTheServersKey(t *testing.T) {
+	root := t.TempDir()
+	l, _, err := OpenLane(root, "fs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	forged := filepath.Join(root, "fs@2")
+	logChain(t, forged, nil, 3) // its own key, beside it
+	if sig, err := LaneSignature(forged); err != nil || sig.OK {
+		t.Fatalf("a hand-made lane with its own key: %+v, %v; want nothing vouched for", sig, err)
+	}
+	if sig, err := LaneSignature(filepath.Join(root, "fs")); err != nil || sig.OK {
+		t.Fatalf("an empty first lane: %+v, %v", sig, err)
+	}
+}
