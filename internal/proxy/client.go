@@ -297,6 +297,7 @@ func (r *relay) decide(p *pendingCall) {
 		if err != nil {
 			r.log.Error("proxy: gate returned invalid arguments; call refused", "tool", req.call.Tool, "err", err)
 			forward, reason = false, reasonUnchecked
+			r.undelivered(req, NotSent) // the gate let it through: it hears it was not
 		}
 	}
 	if !forward {

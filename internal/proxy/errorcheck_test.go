@@ -56,3 +56,36 @@ func TestRelayErrorChecker(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayNullIDErrorChecked: an error the server could not attribute to
+// a request ("id": null) reaches the client too, so it passes the gate's
+// ErrorChecker like any other.
+func TestRelayNullIDErrorChecked(t *testing.T) {
+	const leak = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error near AKIA…"}}`
+	var seen json.RawMessage
+	h := newHarness(t, &errorGate{testGate: &testGate{}, fn: func(e json.RawMessage) (json.RawMessage, error) {
+		seen = e
+		return nil, &Withheld{Reason: "it holds a secret"}
+	}})
+	h.fromServer(leak)
+	wantError(t, h.clientGets(), "null", codeInternalError, "it holds a secret")
+	if string(seen) != `{"code":-32700,"message":"parse error near AKIA…"}` {
+		t.Errorf("the gate saw %s", seen)
+	}
+}
+
+// TestRelayWithheldAnswerIsUndelivered: a call whose answer the relay
+// withholds as invalid is reported to the gate as not served.
+func TestRelayWithheldAnswerIsUndelivered(t *testing.T) {
+	g := &lossGate{testGate: &testGate{}}
+	h := newHarness(t, g)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}`
+	h.fromClient(call)
+	h.serverGetsOnly(call)
+	h.fromServer(`{"jsonrpc":"2.0","id":1,"result":{"content":[],"Content":[]}}`)
+	wantError(t, h.clientGets(), "1", codeInternalError, "withheld")
+	h.barrier(1)
+	if got := g.reported(); len(got) != 1 || got[0] != "1 answer-withheld" {
+		t.Errorf("reported %v, want [1 answer-withheld]", got)
+	}
+}

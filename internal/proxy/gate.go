@@ -148,6 +148,10 @@ const (
 	// notifications/cancelled for it and drops a late answer. It may have
 	// run, or still be running.
 	TimedOut
+	// AnswerWithheld: the server answered, but its answer was not a valid
+	// message (or over the size cap) and was withheld from the client. It
+	// may have run.
+	AnswerWithheld
 )
 
 func (l Loss) String() string {
@@ -158,6 +162,8 @@ func (l Loss) String() string {
 		return "no-answer"
 	case TimedOut:
 		return "timed-out"
+	case AnswerWithheld:
+		return "answer-withheld"
 	}
 	return "Loss(" + strconv.Itoa(int(l)) + ")"
 }

@@ -60,6 +60,7 @@ func (r *relay) answerDropped(id []byte, why error) {
 		// The reason stays in the log: it quotes the server's message, which
 		// the client's checks (ResultChecker) have not seen.
 		r.log.Warn("proxy: withheld the server's response", "id", truncate(req.id), "err", why)
+		r.undelivered(req, AnswerWithheld)
 		r.toClient(errorResponse(req.id, codeInternalError, "aegis: the server's response was withheld: "+withheldReason(why)))
 	}
 }
@@ -94,7 +95,12 @@ func (r *relay) response(msg []byte, m message) []byte {
 	}
 	if req == nil {
 		if string(m.id) == "null" {
-			return msg // an error the server could not attribute to a request
+			// An error the server could not attribute to a request: its
+			// text reaches the client, so it passes the error check too.
+			if m.error.ok() && r.errs != nil {
+				return r.checkError(msg, m, &request{id: m.id, call: &Call{ID: m.id}})
+			}
+			return msg
 		}
 		// It answers nothing the client is waiting for: a forgery of an id
 		// aegis answered itself or is still gating, or a stray.

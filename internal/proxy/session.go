@@ -66,6 +66,8 @@ func (g sessionGate) Undelivered(ctx context.Context, c *Call, why Loss) {
 		how = "was not sent: the server had gone; it did not run"
 	case TimedOut:
 		how = "got no answer within call_timeout and was cancelled; it may have run"
+	case AnswerWithheld:
+		how = "got an answer that was not a valid message, which was withheld; it may have run"
 	default:
 		how = "got no answer: the server stopped; it may have run"
 	}
