@@ -5,13 +5,12 @@ import (
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/args"
-	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/schema"
 	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 // defaults runs after the closed schema (issue 15, "every default"): a bound
-// argument the model left out is one the server fills in with its schema's
+// argument (or a URL argument confined to a base URL) the model left out is one the server fills in with its schema's
 // default, so the default is written into the arguments, as the server
 // would read them, before the capabilities are derived. What aegis decides
 // on is then what it forwards, whether or not the server fills defaults in
@@ -20,15 +19,31 @@ import (
 // the model did write is that object's business). Two different defaults
 // for one argument refuse the call. When anything was filled, sc.w.Doc
 // holds the new arguments, which it returns; otherwise it returns cur.
-func (e *Engine) defaults(b *binding.Binding, sch *schema.Schema, sc *scratch, cur []byte) ([]byte, error) {
-	if b == nil || sch == nil {
+func (e *Engine) defaults(r *route, sch *schema.Schema, sc *scratch, cur []byte) ([]byte, error) {
+	if sch == nil {
 		return cur, nil
+	}
+	// The arguments capabilities are derived from: the binding's, then the
+	// URL arguments confined to a base URL (R14).
+	nb, nr := 0, 0
+	if r.b != nil {
+		nb = len(r.b.Args)
+	}
+	rel := r.fields()
+	if rel != nil {
+		nr = len(rel.RelativeURL)
 	}
 	var set []shape.Assign
 	root := sc.w.Doc.Root()
 	var absent []string
-	for i := range b.Args {
-		absent = outermostAbsent(absent[:0], root, b.Args[i].Pointer.String())
+	for k := range nb + nr {
+		var ptr string
+		if k < nb {
+			ptr = r.b.Args[k].Pointer.String()
+		} else {
+			ptr = rel.RelativeURL[k-nb].Pointer.String()
+		}
+		absent = outermostAbsent(absent[:0], root, ptr)
 		for _, at := range absent {
 			// The schema's pointer names array elements "*".
 			def, ok, err := sch.Default(schemaPointer(at))

@@ -9,6 +9,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 // TestSchemaDefaults: an argument the model leaves out is the default the
@@ -80,6 +81,39 @@ func TestSchemaDefaultsInElements(t *testing.T) {
 		v := e.Check(context.Background(), &Call{Server: "m", Tool: "batch", Arguments: []byte(tc.args), Schema: sch, SchemaKey: sha256.Sum256(sch)})
 		if v.Effect != tc.want {
 			t.Errorf("%s: %s (%s), want %s", tc.args, v.Effect, v.Reason(), tc.want)
+		}
+	}
+}
+
+// TestSchemaDefaultsRelativeURL: a URL argument confined to a base URL
+// (R14) that the model leaves out is its schema default too: an absolute
+// default is refused as a written one would be.
+func TestSchemaDefaultsRelativeURL(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: all, effect: allow, server: m}\n  - {id: web, effect: allow, capability: net.connect, host: \"class:public\"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := capability.ParseBaseURL("https://93.184.215.14/v1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "m", Bindings: binding.Table{"get": {Tool: "get"}}, Tools: map[string]*Tool{"get": {Fields: shape.Fields{
+		RelativeURL: []shape.RelativeURL{{Pointer: mustPointer(t, "/path"), Base: base}},
+	}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		def  string
+		want policy.Effect
+	}{
+		{`"https://evil.example/collect"`, policy.Deny},
+		{`"repos/a"`, policy.Allow},
+	} {
+		sch := []byte(`{"type":"object","properties":{"path":{"type":"string","default":` + tc.def + `}}}`)
+		v := e.Check(context.Background(), &Call{Server: "m", Tool: "get", Arguments: []byte(`{}`), Schema: sch, SchemaKey: sha256.Sum256(sch)})
+		if v.Effect != tc.want {
+			t.Errorf("default %s: %s (%s), want %s", tc.def, v.Effect, v.Reason(), tc.want)
 		}
 	}
 }

@@ -91,7 +91,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		fwd, sch, err = e.closedSchema(c, s, r.t, doc, fwd)
 	}
 	if err == nil {
-		fwd, err = e.defaults(r.b, sch, sc, fwd)
+		fwd, err = e.defaults(r, sch, sc, fwd)
 		doc = sc.w.Doc
 	}
 	var origin capability.Origin
