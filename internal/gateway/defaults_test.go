@@ -9,7 +9,6 @@ import (
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/policy"
-	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
 // TestSchemaDefaults: an argument the model leaves out is the default the
@@ -89,20 +88,7 @@ func TestSchemaDefaultsInElements(t *testing.T) {
 // (R14) that the model leaves out is its schema default too: an absolute
 // default is refused as a written one would be.
 func TestSchemaDefaultsRelativeURL(t *testing.T) {
-	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: all, effect: allow, server: m}\n  - {id: web, effect: allow, capability: net.connect, host: \"class:public\"}\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := capability.ParseBaseURL("https://93.184.215.14/v1/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(p, []*Server{{Name: "m", Bindings: binding.Table{"get": {Tool: "get"}}, Tools: map[string]*Tool{"get": {Fields: shape.Fields{
-		RelativeURL: []shape.RelativeURL{{Pointer: mustPointer(t, "/path"), Base: base}},
-	}}}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := relativeURLEngine(t)
 	for _, tc := range []struct {
 		def  string
 		want policy.Effect

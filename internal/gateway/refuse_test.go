@@ -161,20 +161,7 @@ func TestShapeAdversarial(t *testing.T) {
 // TestRelativeURLCaseVariant: "Path" where relative_url names /path is
 // refused, not left unchecked for a case-insensitive server to read.
 func TestRelativeURLCaseVariant(t *testing.T) {
-	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: all, effect: allow, server: m}\n  - {id: web, effect: allow, capability: net.connect, host: \"class:public\"}\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := capability.ParseBaseURL("https://93.184.215.14/v1/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(p, []*Server{{Name: "m", Bindings: binding.Table{"get": {Tool: "get"}}, Tools: map[string]*Tool{"get": {Fields: shape.Fields{
-		RelativeURL: []shape.RelativeURL{{Pointer: mustPointer(t, "/path"), Base: base}},
-	}}}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := relativeURLEngine(t)
 	for _, tc := range []struct {
 		args string
 		want policy.Effect
@@ -245,4 +232,26 @@ func wantShaped(t *testing.T, v *Verdict, want string) {
 	if v.Effect != policy.Allow || string(v.Arguments) != want {
 		t.Errorf("effect %s (%s), forwarded %s, want %s", v.Effect, v.Reason(), v.Arguments, want)
 	}
+}
+
+// relativeURLEngine is an engine whose server m has a tool get whose /path
+// is confined to paths on https://93.184.215.14/v1/ (R14), and a policy
+// allowing it and public hosts.
+func relativeURLEngine(t *testing.T) *Engine {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: all, effect: allow, server: m}\n  - {id: web, effect: allow, capability: net.connect, host: \"class:public\"}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := capability.ParseBaseURL("https://93.184.215.14/v1/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "m", Bindings: binding.Table{"get": {Tool: "get"}}, Tools: map[string]*Tool{"get": {Fields: shape.Fields{
+		RelativeURL: []shape.RelativeURL{{Pointer: mustPointer(t, "/path"), Base: base}},
+	}}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
