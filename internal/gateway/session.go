@@ -185,7 +185,15 @@ func (s *Session) Explain(ctx context.Context, c *Call) (Verdict, *policy.Explan
 
 // call is the gateway call of tool in s's name, its pin step applied.
 func (s *Session) call(tool string, arguments []byte) *Call {
-	c := &Call{
+	c := s.facts(tool, arguments)
+	s.pinStep(c)
+	return c
+}
+
+// facts is the gateway call of tool in s's name, with the session's facts
+// only: what a record of its result or its loss names.
+func (s *Session) facts(tool string, arguments []byte) *Call {
+	return &Call{
 		Session:   s.cfg.ID,
 		Principal: s.cfg.Principal,
 		Roles:     s.cfg.Roles,
@@ -195,8 +203,6 @@ func (s *Session) call(tool string, arguments []byte) *Call {
 		Tool:      tool,
 		Arguments: arguments,
 	}
-	s.pinStep(c)
-	return c
 }
 
 // pinned returns a copy of c, on s's server, with its pin step applied.
@@ -228,7 +234,7 @@ func (s *Session) Undelivered(ctx context.Context, tool string, seq uint64, why 
 	if s.rec.Log == nil {
 		return nil
 	}
-	return s.rec.undelivered(ctx, s.call(tool, nil), seq, why)
+	return s.rec.undelivered(ctx, s.facts(tool, nil), seq, why)
 }
 
 // Result takes in the result of a call s let through (the pipeline's last
@@ -251,11 +257,11 @@ func (s *Session) Error(ctx context.Context, tool string, errObj []byte) ([]byte
 func (s *Session) result(ctx context.Context, tool string, result []byte, isErr bool) ([]byte, error) {
 	out, found, err := s.eng.Result(&ResultEvent{Session: s.cfg.ID, Server: s.cfg.Server, Tool: tool, Result: result, Error: isErr})
 	var refusal *Refusal
-	withheld := errors.As(err, &refusal)
+	withheld := err != nil && errors.As(err, &refusal) // errors.As's target escapes: not for every result
 	// Findings enter the chain, by kind and location; a result whose
 	// findings cannot be recorded is withheld.
-	if s.rec.Log != nil {
-		c := s.call(tool, nil)
+	if s.rec.Log != nil && len(found) > 0 {
+		c := s.facts(tool, nil)
 		if rerr := s.rec.result(ctx, c, found, withheld, isErr); rerr != nil {
 			s.logger.Error("recording a result", "tool", tool, "err", rerr)
 			return nil, &Refusal{Rule: RuleDLP, Err: errors.New("its findings could not be recorded")}
