@@ -25,6 +25,7 @@ const maxWhenLen = 4096
 // celCall is the `call` variable of a condition.
 type celCall struct {
 	Server    string   `cel:"server"`
+	Method    string   `cel:"method"`
 	Tool      string   `cel:"tool"`
 	Principal string   `cel:"principal"`
 	Roles     []string `cel:"roles"`
@@ -99,6 +100,7 @@ func (v *celVars) activation() *celActivation {
 		req := v.req
 		a = &celActivation{call: celCall{
 			Server:    req.Server,
+			Method:    req.method(),
 			Tool:      req.Tool,
 			Principal: req.Principal,
 			Roles:     req.Roles,

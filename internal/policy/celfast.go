@@ -686,6 +686,7 @@ func (c *fastCompiler) str(e celast.Expr) fastString {
 // stringFields read the string fields as celActivation has them.
 var stringFields = map[string]func(*celVars) string{
 	"call.server":    func(v *celVars) string { return v.req.Server },
+	"call.method":    func(v *celVars) string { return v.req.method() },
 	"call.tool":      func(v *celVars) string { return v.req.Tool },
 	"call.principal": func(v *celVars) string { return v.req.Principal },
 	"call.origin":    func(v *celVars) string { return v.req.Origin.String() },

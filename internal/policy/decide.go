@@ -12,7 +12,15 @@ import (
 // and the capabilities derived from its arguments (canonical, package
 // capability).
 type Request struct {
-	Server    string // the configured name of the tool's server
+	Server string // the configured name of the tool's server
+	// Method is the MCP request decided: "" (or "tools/call") for a tool
+	// call, else another client request (resources/read, prompts/get,
+	// completion/complete, ...) or a request of the server to the client
+	// (sampling/createMessage, elicitation/create, roots/list).
+	Method string
+	// Tool is what the method names: the tool of a tools/call, the prompt
+	// of a prompts/get, the resource URI of a resources/read; "" for a
+	// method that names nothing.
 	Tool      string
 	Principal string
 	Roles     []string
@@ -179,7 +187,7 @@ func (d Decision) allowReason() string {
 		s += fmt.Sprintf(", and its %d capabilities are allowed", d.n)
 	}
 	if slot != nil {
-		slot.Store(&said{rule: r, of: *r, server: d.req.Server, tool: d.req.Tool, n: d.n, said: s})
+		slot.Store(&said{rule: r, of: *r, server: d.req.Server, tool: d.req.Tool, method: d.req.Method, n: d.n, said: s})
 	}
 	return s
 }
@@ -192,12 +200,13 @@ type said struct {
 	rule         *Rule
 	of           Rule
 	server, tool string
+	method       string
 	n            int
 	said         string
 }
 
 func (m *said) same(r *Rule, q *Request, n int) bool {
-	return m.n == n && m.server == q.Server && m.tool == q.Tool &&
+	return m.n == n && m.server == q.Server && m.tool == q.Tool && m.method == q.Method &&
 		m.of.ID == r.ID && m.of.File == r.File && m.of.Line == r.Line && m.of.Reason == r.Reason && m.of.Mode == r.Mode
 }
 
@@ -258,13 +267,26 @@ func (d Decision) explainCap(i int, v Verdict, e Effect, r *Rule) string {
 	return ruleSays(r, e, what)
 }
 
-// toolWhat names the request's tool for a reason: `tool "x" on server "y"`.
-func (d Decision) toolWhat() string {
-	b := make([]byte, 0, 24+len(d.req.Tool)+len(d.req.Server))
-	b = append(b, "tool "...)
-	b = strconv.AppendQuote(b, d.req.Tool)
+// toolWhat names the request's tool for a reason: `tool "x" on server "y"`,
+// and for another method `prompts/get "x" on server "y"` (without the
+// quoted name when the method names nothing).
+func (d Decision) toolWhat() string { return d.req.what() }
+
+func (req *Request) what() string {
+	b := make([]byte, 0, 32+len(req.Tool)+len(req.Server))
+	switch req.Method {
+	case "", ToolsCall:
+		b = append(b, "tool "...)
+		b = strconv.AppendQuote(b, req.Tool)
+	default:
+		b = append(b, req.Method...)
+		if req.Tool != "" {
+			b = append(b, ' ')
+			b = strconv.AppendQuote(b, req.Tool)
+		}
+	}
 	b = append(b, " on server "...)
-	b = strconv.AppendQuote(b, d.req.Server)
+	b = strconv.AppendQuote(b, req.Server)
 	return string(b)
 }
 

@@ -92,7 +92,7 @@ func (x Explanation) String() string {
 			b.WriteByte('\n')
 		}
 	}
-	target(fmt.Sprintf("tool %q on server %q", d.req.Tool, d.req.Server), d.action, x.Action)
+	target(d.req.what(), d.action, x.Action)
 	for i := range d.n {
 		name := fmt.Sprintf("capability %d", i)
 		if i < len(d.req.Caps) {

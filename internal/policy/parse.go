@@ -145,7 +145,17 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 	r.shadow = r.shadow || shadowPolicy
 
 	r.servers = c.globs("server", rs.Server, false)
+	r.methods = c.globs("method", rs.Method, false)
 	r.tools = c.globs("tool", rs.Tool, false)
+	r.prompts = c.globs("prompt", rs.Prompt, false)
+	switch {
+	case rs.Tool.set && rs.Prompt.set:
+		c.errorf(rs.Prompt.pos, "a rule cannot have both tool and prompt: tool matches tools/call, prompt matches prompts/get")
+	case rs.Tool.set && rs.Method.set && !r.methods.match(ToolsCall):
+		c.errorf(rs.Tool.pos, "tool matches tools/call only, which the rule's method matcher does not allow")
+	case rs.Prompt.set && rs.Method.set && !r.methods.match(PromptsGet):
+		c.errorf(rs.Prompt.pos, "prompt matches prompts/get only, which the rule's method matcher does not allow")
+	}
 	r.principals = c.names("principal", rs.Principal)
 	r.roles = c.names("role", rs.Role)
 	if rs.Origin.set {

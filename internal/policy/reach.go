@@ -13,7 +13,7 @@ func (s *Set) MayAllow(req *Request) bool {
 		if r.effect == Deny || r.kinds != 0 {
 			continue
 		}
-		if r.unbound != !req.Bound {
+		if r.unbound != !req.Bound || r.methodMask()&callBits(req) == 0 {
 			continue
 		}
 		if r.callLists(req) {

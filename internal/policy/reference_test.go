@@ -98,6 +98,13 @@ func refMatches(r *rule, req *Request, c *capability.Capability, vars **celVars)
 }
 
 func refCallScalars(r *rule, req *Request) bool {
+	method := req.Method
+	if method == "" {
+		method = ToolsCall
+	}
+	if r.tools != nil && method != ToolsCall || r.prompts != nil && method != PromptsGet {
+		return false
+	}
 	if r.unbound {
 		if req.Bound {
 			return false

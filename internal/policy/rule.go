@@ -51,7 +51,9 @@ type rule struct {
 
 	// Call matchers; the zero value of each matches anything.
 	servers    globs
-	tools      globs
+	methods    globs // the MCP methods; nil: any (but see tools and prompts)
+	tools      globs // a rule with tools matches tools/call only
+	prompts    globs // a rule with prompts matches prompts/get only
 	principals []string
 	roles      []string
 	role       nameKey // the one role, if the rule names one of up to 16 bytes
@@ -112,7 +114,25 @@ const (
 	bitReadOnly
 	bitDataRead
 	bitMutating
+	bitToolsCall   // the request is a tools/call
+	bitPromptsGet  // a prompts/get
+	bitOtherMethod // any other method
 )
+
+// ToolsCall is the method of a tool call, which a [Request] may also give
+// as "".
+const ToolsCall = "tools/call"
+
+// PromptsGet is the method a rule's prompt matcher applies to.
+const PromptsGet = "prompts/get"
+
+// method returns the request's method, tools/call when it gives none.
+func (req *Request) method() string {
+	if req.Method == "" {
+		return ToolsCall
+	}
+	return req.Method
+}
 
 func callBits(req *Request) uint32 {
 	b := bitUnbound
@@ -139,6 +159,14 @@ func callBits(req *Request) uint32 {
 		b |= bitDataRead
 	default:
 		b |= bitMutating
+	}
+	switch req.Method {
+	case "", ToolsCall:
+		b |= bitToolsCall
+	case PromptsGet:
+		b |= bitPromptsGet
+	default:
+		b |= bitOtherMethod
 	}
 	return b
 }
@@ -187,6 +215,34 @@ func (r *rule) callMask() uint32 {
 	if r.tiers&(1<<capability.TierMutating) != 0 {
 		m |= bitMutating
 	}
+	return m | r.methodMask()
+}
+
+// methodMask returns the method bits the rule accepts: a tool matcher
+// applies to tools/call, a prompt matcher to prompts/get, and a method
+// matcher to the methods it names (which callLists checks in full).
+func (r *rule) methodMask() uint32 {
+	switch {
+	case r.tools != nil:
+		return bitToolsCall
+	case r.prompts != nil:
+		return bitPromptsGet
+	case r.methods == nil:
+		return bitToolsCall | bitPromptsGet | bitOtherMethod
+	}
+	var m uint32
+	for i := range r.methods {
+		g := &r.methods[i]
+		if g.match(ToolsCall) {
+			m |= bitToolsCall
+		}
+		if g.match(PromptsGet) {
+			m |= bitPromptsGet
+		}
+		if g.wild || g.literal != ToolsCall && g.literal != PromptsGet {
+			m |= bitOtherMethod
+		}
+	}
 	return m
 }
 
@@ -203,7 +259,9 @@ func (r *rule) callLists(req *Request) bool { return r.callListsExcept(req, 0) }
 // says the index checked it.
 func (r *rule) callListsExcept(req *Request, d done) bool {
 	if len(r.servers) > 0 && d&doneServer == 0 && !r.servers.match(req.Server) ||
-		len(r.tools) > 0 && d&doneTool == 0 && !r.tools.match(req.Tool) {
+		len(r.tools) > 0 && d&doneTool == 0 && !r.tools.match(req.Tool) ||
+		len(r.prompts) > 0 && !r.prompts.match(req.Tool) ||
+		len(r.methods) > 0 && !r.methods.match(req.method()) {
 		return false
 	}
 	if r.principals != nil && !slices.Contains(r.principals, req.Principal) {
@@ -402,7 +460,8 @@ func (r *rule) matches(req *Request, c *capability.Capability, vars **celVars) (
 // action index, so the kind needs no check.
 func (r *rule) residue(k capability.Kind, d done) need {
 	var n need
-	if len(r.servers) > 0 && d&doneServer == 0 || len(r.tools) > 0 && d&doneTool == 0 || r.principals != nil {
+	if len(r.servers) > 0 && d&doneServer == 0 || len(r.tools) > 0 && d&doneTool == 0 || r.principals != nil ||
+		r.prompts != nil || r.methods != nil {
 		n |= needLists
 	}
 	switch {

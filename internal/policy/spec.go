@@ -24,7 +24,9 @@ type ruleSpec struct {
 	Mode   scalar         `yaml:"mode"`
 
 	Server    scalars `yaml:"server"`
+	Method    scalars `yaml:"method"`
 	Tool      scalars `yaml:"tool"`
+	Prompt    scalars `yaml:"prompt"`
 	Principal scalars `yaml:"principal"`
 	Role      scalars `yaml:"role"`
 	Origin    scalar  `yaml:"origin"`
