@@ -164,6 +164,13 @@ func (w *encoder) entry(e *Entry, t *Template) {
 	w.b = append(w.b, e.Decision...)
 	w.b = append(w.b, `","envelope":`...)
 	w.optDigest(e.Envelope)
+	if e.Method != "" {
+		if e.Method == MethodToolsCall {
+			w.bad = true // its one spelling is no key
+		}
+		w.b = append(w.b, `,"method":`...)
+		w.str(e.Method)
+	}
 	w.b = append(w.b, `,"mode":"`...)
 	w.b = append(w.b, e.Mode...)
 	w.b = append(w.b, `","origin":`...)

@@ -69,6 +69,13 @@ func TestCanonicalGolden(t *testing.T) {
 				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
 		},
 		{
+			name: "a method other than tools/call",
+			e:    func() *Entry { e := minimal(); e.Method = "resources/read"; e.Tool = "file:///x"; return e }(),
+			want: `{"args_hash":"","bound":false,"caps":[],"decision":"allow","envelope":"","method":"resources/read","mode":"enforce","origin":"","policy_hash":"",` +
+				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
+				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"file:///x","tool_schema_hash":"","v":1,"would":""}`,
+		},
+		{
 			name: "would equal to decision is dropped",
 			e:    func() *Entry { e := minimal(); e.Would = Allow; return e }(),
 			want: `{"args_hash":"","bound":false,"caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
@@ -134,7 +141,9 @@ func TestHashDefinition(t *testing.T) {
 }
 
 func TestRoundTrip(t *testing.T) {
-	for _, e := range []*Entry{sample(), minimal()} {
+	withMethod := sample()
+	withMethod.Method = "sampling/createMessage"
+	for _, e := range []*Entry{sample(), minimal(), withMethod} {
 		h, err := e.ComputeHash()
 		if err != nil {
 			t.Fatal(err)
@@ -186,6 +195,8 @@ func TestCheckRejects(t *testing.T) {
 		{"year 10000", func(e *Entry) { e.Time = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, "year"},
 		{"year -1", func(e *Entry) { e.Time = time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC) }, "year"},
 		{"seq above 2^53-1", func(e *Entry) { e.Seq = MaxSeq + 1 }, "seq"},
+		{"tools/call written out", func(e *Entry) { e.Method = MethodToolsCall }, "method"},
+		{"method not UTF-8", func(e *Entry) { e.Method = "a\xffb" }, "method"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,6 +277,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"duplicate key", rep(good, `"principal":"alice"`, `"principal":"alice","principal":"mallory"`)},
 		{"unknown key", rep(good, `"reason":`, `"raison":"x","reason":`)},
 		{"missing key", rep(good, `"origin":"interactive",`, ``)},
+		{"empty method", rep(good, `"mode":`, `"method":"","mode":`)},
+		{"tools/call written out", rep(good, `"mode":`, `"method":"tools/call","mode":`)},
+		{"method out of order", rep(good, `"envelope":`, `"method":"prompts/get","envelope":`)},
+		{"method as number", rep(good, `"mode":`, `"method":1,"mode":`)},
+		{"method twice", rep(good, `"mode":`, `"method":"a","method":"b","mode":`)},
 		{"null roles", rep(minLine, `"roles":[]`, `"roles":null`)},
 		{"trailing comma in array", rep(good, `"r2"]`, `"r2",]`)},
 		{"capability keys out of order", rep(good, `"kind":"fs.read","path"`, `"path":"x","kind":"fs.read","zzz"`)},

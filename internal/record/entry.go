@@ -8,6 +8,10 @@ import (
 	"unicode/utf8"
 )
 
+// MethodToolsCall is the method of a tool call, which an [Entry] records
+// as no method at all.
+const MethodToolsCall = "tools/call"
+
 // Version is the format version written in every entry's "v" field.
 const Version = 1
 
@@ -46,7 +50,12 @@ type Entry struct {
 	// untrusted result) when the decision was made.
 	Taint bool `json:"taint"`
 
-	Server         string `json:"server"`
+	Server string `json:"server"`
+	// Method is the MCP request decided when it is not a tools/call
+	// (resources/read, prompts/get, sampling/createMessage, ...); "" for
+	// a tools/call, whose stored form has no method key. Tool then holds
+	// what the method names: the prompt, the resource's URI; "" if nothing.
+	Method         string `json:"method,omitempty"`
 	Tool           string `json:"tool"`
 	ToolSchemaHash Digest `json:"tool_schema_hash"` // zero when unknown
 	// Bound says the tool had a confirmed binding; Tier is the risk tier of
@@ -174,12 +183,15 @@ func (e *Entry) check() error {
 	default:
 		return fmt.Errorf("would %q: want allow, deny, ask or empty", e.Would)
 	}
+	if e.Method == MethodToolsCall {
+		return fmt.Errorf("method %q is written as \"\"", e.Method)
+	}
 	if y := e.Time.UTC().Year(); y < 0 || y > 9999 {
 		return fmt.Errorf("time %v: year outside 0000-9999", e.Time)
 	}
 	for _, f := range []struct{ name, s string }{
 		{"session", e.Session}, {"principal", e.Principal}, {"origin", e.Origin},
-		{"server", e.Server}, {"tool", e.Tool}, {"tier", e.Tier}, {"reason", e.Reason},
+		{"server", e.Server}, {"method", e.Method}, {"tool", e.Tool}, {"tier", e.Tier}, {"reason", e.Reason},
 	} {
 		if !utf8.ValidString(f.s) {
 			return fmt.Errorf("%s %q: not valid UTF-8", f.name, f.s)

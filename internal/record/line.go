@@ -1,6 +1,7 @@
 package record
 
 import (
+	"strconv"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -30,6 +31,7 @@ var (
 	kCaps       = newKey(`,"caps":[`)
 	kDecision   = newKey(`,"decision":`)
 	kEnvelope   = newKey(`,"envelope":`)
+	kMethod     = newKey(`,"method":`)
 	kMode       = newKey(`,"mode":`)
 	kOrigin     = newKey(`,"origin":`)
 	kPolicyHash = newKey(`,"policy_hash":`)
@@ -123,6 +125,15 @@ func DecodeIn(line []byte, e *Entry, ar *Arena, light bool) (f Facts, err error)
 		d.lit(kEnvelope)
 	}
 	d.optDigest(&e.Envelope)
+	// The one optional key: absent for a tools/call.
+	if d.has(kMethod) {
+		at := d.i
+		e.Method = d.str()
+		if d.err == nil && (e.Method == "" || e.Method == MethodToolsCall) {
+			d.i = at
+			d.fail("method " + strconv.Quote(e.Method) + " is written by leaving the key out")
+		}
+	}
 	if !d.has(kMode) {
 		d.lit(kMode)
 	}
