@@ -29,6 +29,15 @@ type Server struct {
 	Templates *shape.Syntax
 	// Tools configures the checks per tool; a tool not listed has none.
 	Tools map[string]*Tool
+	// Methods configures the checks of requests of other MCP methods, by
+	// method (of its settings, the caps, untrusted, allow_unattended and
+	// ids apply). A method aegis does not decide itself is refused unless
+	// it is listed here; then it is decided as an unbound action.
+	Methods map[string]*Tool
+	// Prompts binds the arguments of prompts, by prompt name, as Bindings
+	// binds those of tools: of prompts/get, and of the completion of a
+	// prompt's argument. A prompt without one is unbound.
+	Prompts binding.Table
 	// Egress is the gate every net.connect capability passes (R15); nil
 	// means the default gate.
 	Egress *egress.Checker
@@ -113,6 +122,15 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 		for name, t := range s.Tools {
 			if err := t.compiled(); err != nil {
 				return nil, fmt.Errorf("gateway: server %q, tool %q: %w", s.Name, name, err)
+			}
+			t.schemaOpts.Limits = &e.limits
+		}
+		for name, t := range s.Methods {
+			if name == "" || name == policy.ToolsCall {
+				return nil, fmt.Errorf("gateway: server %q: method %q cannot be configured as a method; tools/call is configured under tools", s.Name, name)
+			}
+			if err := t.compiled(); err != nil {
+				return nil, fmt.Errorf("gateway: server %q, method %q: %w", s.Name, name, err)
 			}
 			t.schemaOpts.Limits = &e.limits
 		}

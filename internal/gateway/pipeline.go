@@ -80,19 +80,29 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		*v = deny(fmt.Errorf("%w %q", ErrUnknownServer, c.Server))
 		return nil, nil, false
 	}
-	r.s, r.t, r.b = s, s.Tools[c.Tool], s.Bindings[c.Tool]
-	// Shape first: the identity and pinned fields aegis writes are part of
-	// the arguments the closed schema must accept (a server may require
-	// them), and what is checked is what is forwarded.
-	fwd, err := e.shape(c, s, r.t, sc, c.Arguments)
-	doc = sc.w.Doc
-	var sch *schema.Schema
-	if err == nil {
-		fwd, sch, err = e.closedSchema(c, s, r.t, doc, fwd)
-	}
-	if err == nil {
-		fwd, err = e.defaults(r, sch, sc, fwd)
+	r.s = s
+	fwd, err := c.Arguments, error(nil)
+	var bound bool
+	var tier capability.Tier
+	if c.Method == "" {
+		r.t, r.b = s.Tools[c.Tool], s.Bindings[c.Tool]
+		// Shape first: the identity and pinned fields aegis writes are
+		// part of the arguments the closed schema must accept (a server
+		// may require them), and what is checked is what is forwarded.
+		fwd, err = e.shape(c, s, r.t, sc, c.Arguments)
 		doc = sc.w.Doc
+		var sch *schema.Schema
+		if err == nil {
+			fwd, sch, err = e.closedSchema(c, s, r.t, doc, fwd)
+		}
+		if err == nil {
+			fwd, err = e.defaults(r, sch, sc, fwd)
+			doc = sc.w.Doc
+		}
+	} else {
+		// Another method: nothing of a tool's (pins, shaping, schemas)
+		// applies, and what it acts on says what it derives.
+		bound, tier = e.methodRoute(c, r)
 	}
 	var origin capability.Origin
 	var taint bool
@@ -106,8 +116,10 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		// here on it must not share the caller's memory. (Nothing before
 		// keeps a string of it: errors and findings copy what they name.)
 		doc.OwnIn(&sc.mem.text)
-		rel, err = r.fields().RelativeCaps(doc.Root())
-		err = ruleOfShape(err)
+		if c.Method == "" {
+			rel, err = r.fields().RelativeCaps(doc.Root())
+			err = ruleOfShape(err)
+		}
 	}
 	if err != nil {
 		*v = deny(err)
@@ -124,7 +136,10 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	req = &rc.req
 	*req = policy.Request{
 		Server:    c.Server,
+		Method:    c.Method,
 		Tool:      c.Tool,
+		Bound:     bound,
+		Tier:      tier,
 		Principal: c.Principal,
 		Roles:     c.Roles,
 		Origin:    origin,
@@ -135,12 +150,13 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		caps = make([]capability.Capability, 0, n)
 	}
 	if b := r.b; b != nil {
-		req.Bound = true
-		req.Tier = b.Tier
+		if c.Method == "" {
+			req.Bound, req.Tier = true, b.Tier
+		}
 		caps, err = b.Derive(caps, doc.Root(), &s.Options)
 		if err != nil {
 			*v = deny(err)
-			v.Bound, v.Tier = true, b.Tier
+			v.Bound, v.Tier = true, req.Tier
 			return nil, nil, false
 		}
 	}

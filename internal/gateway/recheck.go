@@ -46,6 +46,7 @@ func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *record.Entry) 
 	req := &rr.req
 	*req = policy.Request{
 		Server:    ent.Server,
+		Method:    ent.Method,
 		Tool:      ent.Tool,
 		Principal: ent.Principal,
 		Roles:     ent.Roles,

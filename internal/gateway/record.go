@@ -193,6 +193,7 @@ func (r *recorder) callEntry(c *Call, at time.Time) *record.Entry {
 		Roles:      c.Roles,
 		Origin:     c.Origin.String(),
 		Server:     c.Server,
+		Method:     c.Method,
 		Tool:       c.Tool,
 		Taint:      c.Taint,
 		Mode:       r.Engine.Policy().Mode().String(),

@@ -7,12 +7,16 @@ import (
 	"github.com/aegis-mcp/aegis/internal/session"
 )
 
-// ResultEvent is one tools/call result on its way back to the client.
+// ResultEvent is one result on its way back to the client: of a
+// tools/call, or of another request ([Session.Request]).
 type ResultEvent struct {
 	Session string
 	Server  string
-	Tool    string
-	Result  []byte // the result object as the server sent it
+	// Method is the request's method, "" for a tools/call; Tool is what it
+	// names (see [Call]).
+	Method string
+	Tool   string
+	Result []byte // the result object as the server sent it
 	// Error says Result is the JSON-RPC error object the server answered
 	// with instead: scanned and tainting alike, but naming no ids.
 	Error bool
@@ -33,9 +37,12 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 	if s == nil {
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownServer, r.Server)
 	}
-	t := s.Tools[r.Tool]
+	t, source := s.Tools[r.Tool], r.Server+"/"+r.Tool
+	if r.Method != "" {
+		t, source = s.Methods[r.Method], r.Server+" "+r.Method
+	}
 	if t != nil && t.Untrusted && r.Session != "" {
-		e.sessions.Taint(r.Session, r.Server+"/"+r.Tool)
+		e.sessions.Taint(r.Session, source)
 	}
 	if s.DLP == nil && (t == nil || len(t.IDs) == 0) {
 		return nil, nil, nil

@@ -237,13 +237,49 @@ func (s *Session) Undelivered(ctx context.Context, tool string, seq uint64, why 
 	return s.rec.undelivered(ctx, s.facts(tool, nil), seq, why)
 }
 
+// RequestUndelivered is [Session.Undelivered] for a request that
+// [Session.Request] let through.
+func (s *Session) RequestUndelivered(ctx context.Context, method string, params []byte, seq uint64, why string) error {
+	if s.rec.Log == nil {
+		return nil
+	}
+	c := s.facts(requestName(method, params), nil)
+	c.Method = method
+	return s.rec.undelivered(ctx, c, seq, why)
+}
+
+// what names a tool or a method's target for messages: "fs/read_file",
+// "fs prompts/get \"x\"".
+func (s *Session) what(method, tool string) string {
+	switch {
+	case method == "":
+		return s.cfg.Server + "/" + tool
+	case tool == "":
+		return s.cfg.Server + " " + method
+	}
+	return fmt.Sprintf("%s %s %q", s.cfg.Server, method, tool)
+}
+
 // Result takes in the result of a call s let through (the pipeline's last
 // line): ids for provenance, taint from an untrusted tool, secrets redacted
 // or the result withheld (DLP). It returns the result to pass on, nil for
 // the server's own bytes. A [*Refusal] error withholds the result with a
 // reason the model may read; any other error withholds it with none.
 func (s *Session) Result(ctx context.Context, tool string, result []byte) ([]byte, error) {
-	return s.result(ctx, tool, result, false)
+	return s.result(ctx, "", tool, result, false)
+}
+
+// RequestResult is [Session.Result] for the result of a request that
+// [Session.Request] let through: of method, on what it names (the
+// method's target as the request gave it; see [Call]).
+func (s *Session) RequestResult(ctx context.Context, method string, params, result []byte) ([]byte, error) {
+	return s.result(ctx, method, requestName(method, params), result, false)
+}
+
+// RequestError is [Session.Error] for a request [Session.Request] let
+// through.
+func (s *Session) RequestError(ctx context.Context, method string, params, errObj []byte) ([]byte, error) {
+	return s.result(ctx, method, requestName(method, params), errObj, true)
 }
 
 // Error is [Session.Result] for the JSON-RPC error object a server answered
@@ -251,17 +287,18 @@ func (s *Session) Result(ctx context.Context, tool string, result []byte) ([]byt
 // DLP, and an untrusted tool's error taints the session as its result
 // would (R33). It harvests no ids.
 func (s *Session) Error(ctx context.Context, tool string, errObj []byte) ([]byte, error) {
-	return s.result(ctx, tool, errObj, true)
+	return s.result(ctx, "", tool, errObj, true)
 }
 
-func (s *Session) result(ctx context.Context, tool string, result []byte, isErr bool) ([]byte, error) {
-	out, found, err := s.eng.Result(&ResultEvent{Session: s.cfg.ID, Server: s.cfg.Server, Tool: tool, Result: result, Error: isErr})
+func (s *Session) result(ctx context.Context, method, tool string, result []byte, isErr bool) ([]byte, error) {
+	out, found, err := s.eng.Result(&ResultEvent{Session: s.cfg.ID, Server: s.cfg.Server, Method: method, Tool: tool, Result: result, Error: isErr})
 	var refusal *Refusal
 	withheld := err != nil && errors.As(err, &refusal) // errors.As's target escapes: not for every result
 	// Findings enter the chain, by kind and location; a result whose
 	// findings cannot be recorded is withheld.
 	if s.rec.Log != nil && len(found) > 0 {
 		c := s.facts(tool, nil)
+		c.Method = method
 		if rerr := s.rec.result(ctx, c, found, withheld, isErr); rerr != nil {
 			s.logger.Error("recording a result", "tool", tool, "err", rerr)
 			return nil, &Refusal{Rule: RuleDLP, Err: errors.New("its findings could not be recorded")}
@@ -269,7 +306,7 @@ func (s *Session) result(ctx context.Context, tool string, result []byte, isErr 
 	}
 	switch {
 	case withheld:
-		fmt.Fprintf(s.notify, "aegis: withheld a result of %s/%s: %v\n", s.cfg.Server, tool, err)
+		fmt.Fprintf(s.notify, "aegis: withheld a result of %s: %v\n", s.what(method, tool), err)
 		return nil, err
 	case err != nil:
 		s.logger.Warn("reading a result", "tool", tool, "err", err)

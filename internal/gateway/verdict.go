@@ -38,7 +38,12 @@ type Call struct {
 	Taint     bool
 	Turn      int
 	Server    string
-	Tool      string
+	// Method is the MCP request: "" for a tools/call, else one of the
+	// methods of method.go, with Tool what it names (see there).
+	Method string
+	Tool   string
+	// Resource says Tool is a URI or URI template, not a name.
+	Resource bool
 	// Arguments is the raw JSON arguments object as the model wrote it. It
 	// must not change while Check runs, which reads it in place.
 	Arguments []byte
