@@ -119,7 +119,7 @@ func (r *relay) fromClient(line []byte) *pendingCall {
 	case kindBatch:
 		r.clientBatch(line)
 	case kindRequest:
-		if m.class == classToolsCall {
+		if m.class == classToolsCall || m.class == classDecided {
 			return r.startCall(line, m)
 		}
 		r.forwardRequest(line, m)
@@ -190,14 +190,18 @@ func (r *relay) startCall(line []byte, m message) *pendingCall {
 		return nil
 	}
 	p := new(pendingCall)
-	msg, id, args, err := parseCallInto(&p.call, line, m)
+	parse := parseCallInto
+	if m.class == classDecided {
+		parse = parseRequestInto
+	}
+	msg, id, args, err := parse(&p.call, line, m)
 	if err != nil {
-		r.log.Warn("proxy: refused invalid tools/call", "err", err)
-		r.toClient(errorResponse(m.id, codeInvalidParams, "aegis: invalid tools/call: "+err.Error()))
+		r.log.Warn("proxy: refused invalid request", "method", string(m.method), "err", err)
+		r.toClient(errorResponse(m.id, codeInvalidParams, fmt.Sprintf("aegis: invalid %s: %v", m.method, err)))
 		return nil
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
-	p.req = request{key: key, id: id, class: classToolsCall, call: &p.call, cancel: cancel}
+	p.req = request{key: key, id: id, class: m.class, call: &p.call, cancel: cancel}
 	p.ctx, p.msg, p.args, p.params = ctx, msg, args, m.params
 	if code, err := r.register(&p.req); err != nil {
 		cancel()
@@ -268,6 +272,42 @@ func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, argSpan spa
 	return msg, id, argSpan, nil
 }
 
+// parseRequestInto is parseCallInto for a request of another method that
+// the gate decides: c gets the method and the params as sent. A
+// task-augmented request is refused, as a task-augmented call is: its
+// result would arrive through tasks/result, past the checks.
+func parseRequestInto(c *Call, line []byte, m message) (msg, id []byte, argSpan span, err error) {
+	var params, meta []byte
+	if m.params.ok() && line[m.params[0]] == '[' {
+		params = m.params.of(line) // by position (JSON-RPC allows it): no task, no _meta
+	} else if m.params.ok() && line[m.params[0]] == '{' {
+		params = m.params.of(line)
+		var buf [8]args.Member
+		ms := args.Members(buf[:0], line, m.params[0])
+		if err := caseVariant(ms, "_meta", "task"); err != nil {
+			return nil, nil, span{}, err
+		}
+		if find(ms, "task").ok() {
+			return nil, nil, span{}, errors.New("task-augmented requests (params.task) are not supported by aegis")
+		}
+		if s := find(ms, "_meta"); s.ok() {
+			meta = s.of(line)
+		}
+	}
+	own := make([]byte, 0, len(line)+2*len(m.id)+len(params)+len(meta))
+	msg, own = appendOwn(own, line)
+	id, own = appendOwn(own, m.id)
+	*c = Call{Method: string(m.method)}
+	c.ID, own = appendOwn(own, m.id)
+	if params != nil {
+		c.Params, own = appendOwn(own, params)
+	}
+	if meta != nil {
+		c.Meta, _ = appendOwn(own, meta)
+	}
+	return msg, id, span{}, nil
+}
+
 // appendOwn appends b to own, which has room for it, and returns the copy,
 // capped at its end, and own extended.
 func appendOwn(own, b []byte) (cp, extended []byte) {
@@ -292,6 +332,10 @@ func (r *relay) decide(p *pendingCall) {
 		reason = reasonUnchecked
 	case !forward && reason == "":
 		reason = reasonRefused
+	case forward && v.Arguments != nil && req.call.Method != "":
+		r.log.Error("proxy: gate returned arguments for a request that has none; refused", "method", req.call.Method)
+		forward, reason = false, reasonUnchecked
+		r.undelivered(req, NotSent)
 	case forward && v.Arguments != nil:
 		msg, err = replaceArguments(msg, args, params, v.Arguments, r.maxDepth)
 		if err != nil {
@@ -439,8 +483,8 @@ func (r *relay) clientBatch(line []byte) {
 			reason = fmt.Errorf("invalid message in batch: %w", err)
 		case m.kind == kindBatch:
 			reason = errors.New("nested batch")
-		case m.class == classToolsCall:
-			reason = errors.New("a batch may not hold tools/call; send each call as its own message")
+		case m.class == classToolsCall, m.class == classDecided && m.kind == kindRequest:
+			reason = fmt.Errorf("a batch may not hold %s, which aegis decides; send it as its own message", m.method)
 		case m.kind == kindRequest:
 			key, err := requestKey(m.id)
 			if err != nil {

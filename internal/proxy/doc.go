@@ -9,21 +9,33 @@
 //
 // The relay is not an MCP client and server back to back: it does not model
 // the protocol, so it cannot drop what it does not model. Every message it
-// does not need to change (initialisation, resources, prompts, completions,
-// notifications, progress, cancellation, logging, list changes, the server's
-// sampling, elicitation and roots requests and the client's answers, methods
-// and fields and protocol versions it has never heard of) is written to the
-// other side byte for byte as it was read, in one write.
+// lets through unchanged (initialisation, listings, notifications, progress,
+// cancellation, logging, list changes, the client's answers to the server's
+// requests, unknown fields and protocol versions it has never heard of, and
+// every request its gate allowed) is written to the other side byte for
+// byte as it was read, in one write.
 //
-// It looks into three things only:
+// It looks into these things:
 //
 //   - a tools/call request is decided by [Gate.Call] before it is forwarded;
 //     a refused call never reaches the server, and the client receives a tool
 //     result with isError set and the gate's reason, so the model can adjust;
+//   - every other client request is decided by Gate.Call too (a [Call] with
+//     its Method and Params), but for the protocol's housekeeping, which
+//     acts on nothing (initialize, ping, server/discover, the listings,
+//     logging/setLevel, resources/unsubscribe, subscriptions/listen):
+//     resources/read, prompts/get, completion/complete, resources/subscribe,
+//     and methods the relay has never heard of, which the gate refuses
+//     unless it knows better. A refused one is answered with a JSON-RPC
+//     error holding the reason;
+//   - a request of the server to the client other than ping
+//     (sampling/createMessage, elicitation/create, roots/list) goes through
+//     [ServerRequestChecker.ServerRequest]; a refused one is answered to the
+//     server and never reaches the client;
 //   - the response to a tools/list request goes through
 //     [ToolsChecker.Tools], where tools are pinned and may be hidden;
-//   - the response to a forwarded tools/call goes through
-//     [ResultChecker.Result].
+//   - the response to every request the gate let through goes through
+//     [ResultChecker.Result] (or [ErrorChecker.Error]).
 //
 // # Strictness
 //
@@ -45,8 +57,8 @@
 // A tools/call must have object params with a string name; arguments, if
 // present, must be an object, and are gated as {} if absent (the server reads
 // a missing arguments member the same way). A tools/call without an id is
-// dropped. A task-augmented call (params.task) is refused: its result would
-// arrive through tasks/result, past [ResultChecker].
+// dropped. A task-augmented call or request (params.task) is refused: its
+// result would arrive through tasks/result, past [ResultChecker].
 //
 // # Request ids
 //
@@ -62,8 +74,9 @@
 // # Batches
 //
 // JSON-RPC batches (protocol versions before 2025-06-18) are relayed when
-// they hold no tools/call. A batch that holds one, or an invalid element, is
-// refused whole: each request in it is answered with an error, in one batch.
+// they hold no request the gate decides. A batch that holds one, or an
+// invalid element, is refused whole: each request in it is answered with an
+// error, in one batch.
 // A batch from the server is relayed byte for byte unless an element had to
 // change or be dropped; then its elements are relayed one by one.
 //

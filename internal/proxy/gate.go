@@ -6,7 +6,11 @@ import (
 	"strconv"
 )
 
-// Gate decides a tools/call before it is forwarded to the server.
+// Gate decides a tools/call before it is forwarded to the server, and
+// every other client request that acts (resources/read, prompts/get,
+// completion/complete, and methods the relay does not know): a [Call]
+// says which. A refused request of another method is answered with a
+// JSON-RPC error holding Reason, as it has no tool result to hold it.
 //
 // Call MUST return only after its decision is durably recorded: the relay
 // forwards the call as soon as Call returns. A Verdict with Forward false
@@ -25,9 +29,16 @@ type Gate interface {
 	Call(ctx context.Context, c *Call) (Verdict, error)
 }
 
-// A Call is one tools/call request as the client sent it. Its fields are the
-// relay's own copies; the gate may keep them.
+// A Call is one tools/call request as the client sent it, or a request of
+// another method the gate decides. Its fields are the relay's own copies;
+// the gate may keep them.
 type Call struct {
+	// Method is the request's method: "" for a tools/call, which has Tool
+	// and Arguments; for another method, Params holds its params.
+	Method string
+	// Params is the params object of a request of another method, raw JSON
+	// exactly as the client sent it; nil when absent. nil for a tools/call.
+	Params json.RawMessage
 	// ID is the request id, raw JSON exactly as the client sent it.
 	ID json.RawMessage
 	// Tool is the tool's name (params.name), unescaped.
@@ -95,6 +106,20 @@ type ResultChecker interface {
 // [*Withheld] reason when there is one.
 type ErrorChecker interface {
 	Error(ctx context.Context, c *Call, errObj json.RawMessage) (json.RawMessage, error)
+}
+
+// ServerRequestChecker is implemented by a [Gate] that decides the
+// requests the server sends the client (sampling/createMessage,
+// elicitation/create, roots/list, and methods the relay does not know;
+// ping is relayed). A request it does not let through never reaches the
+// client: the relay answers the server with a JSON-RPC error holding
+// Reason. A gate without it has the server's requests relayed unchanged.
+//
+// ServerRequest is called on the goroutine that relays the server's
+// messages: while it runs, the server's later messages wait. params is
+// the request's params object, nil when absent.
+type ServerRequestChecker interface {
+	ServerRequest(ctx context.Context, method string, params json.RawMessage) (Verdict, error)
 }
 
 // Withheld is a ResultChecker's error that says why a result was withheld,

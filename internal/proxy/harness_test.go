@@ -16,7 +16,7 @@ import (
 )
 
 // testGate is a Gate for tests: it forwards every call unless deny names
-// the tool, and records the calls it saw. Its optional fields make it a
+// the tool (or the method, of a request of another method), and records the calls it saw. Its optional fields make it a
 // ToolsChecker and ResultChecker.
 type testGate struct {
 	deny    map[string]string // tool -> reason
@@ -49,7 +49,11 @@ func (g *testGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	if g.err != nil {
 		return Verdict{}, g.err
 	}
-	if reason, ok := g.deny[c.Tool]; ok {
+	key := c.Tool
+	if c.Method != "" {
+		key = c.Method // a request of another method is denied by method
+	}
+	if reason, ok := g.deny[key]; ok {
 		return Verdict{Reason: reason}, nil
 	}
 	return Verdict{Forward: true, Arguments: g.args}, nil

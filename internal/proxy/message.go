@@ -31,7 +31,26 @@ const (
 	classToolsCall              // gated
 	classToolsList              // its response is checked
 	classCancelled              // held behind the call it cancels
+	classDecided                // a request of another method: gated like a call
 )
+
+// relayedMethods are the client requests relayed without a decision: the
+// protocol's own housekeeping, which acts on nothing of the server's
+// (listings are metadata; tools/list is checked). Every other request is
+// decided by the gate (classDecided): the methods that act (resources/read,
+// prompts/get, completion/complete, ...) and methods aegis has never heard
+// of, which the gate refuses unless its configuration lists them.
+var relayedMethods = map[string]bool{
+	"initialize":               true,
+	"ping":                     true,
+	"server/discover":          true,
+	"subscriptions/listen":     true,
+	"logging/setLevel":         true,
+	"resources/list":           true,
+	"resources/templates/list": true,
+	"resources/unsubscribe":    true,
+	"prompts/list":             true,
+}
 
 // span is the byte range [0]..[1] of a value in a message; the zero span
 // means absent (no value starts at offset 0 inside an object).
@@ -166,6 +185,9 @@ func (m *message) classify(data []byte, top []args.Member) error {
 		m.class = c
 		if !hasID {
 			m.kind = kindNotification
+			if m.class == classDecided {
+				m.class = classOther // notifications are relayed
+			}
 			return nil
 		}
 		m.kind = kindRequest
@@ -208,6 +230,9 @@ func classOf(method []byte) (class, error) {
 	case "notifications/cancelled":
 		return classCancelled, nil
 	}
+	if relayedMethods[string(method)] {
+		return classOther, nil
+	}
 	for _, c := range method {
 		if c < 0x20 || c == 0x7f {
 			return 0, fmt.Errorf("method name %.64q contains a control character", method)
@@ -224,7 +249,7 @@ func classOf(method []byte) (class, error) {
 			return 0, fmt.Errorf("method name %.64q resembles %s/%s", method, watched[:5], watched[5:])
 		}
 	}
-	return classOther, nil
+	return classDecided, nil
 }
 
 // maxIDBytes bounds a request id, as raw JSON.

@@ -20,6 +20,7 @@ type relay struct {
 	results  ResultChecker       // nil if the gate does not check results
 	errs     ErrorChecker        // nil if the gate does not check error answers
 	losses   UndeliveredRecorder // nil if the gate does not record losses
+	srvReqs  ServerRequestChecker // nil if the gate does not decide the server's requests
 	log      *slog.Logger
 	maxMsg   int
 	maxDepth int
@@ -85,7 +86,7 @@ type request struct {
 	key       string
 	id        []byte // raw, the relay's own copy
 	class     class
-	call      *Call // tools/call only
+	call      *Call // requests the gate decides only
 	forwarded bool
 	cancelled bool     // the client sent notifications/cancelled for it
 	held      [][]byte // messages to forward right after the call (its cancellation)
@@ -121,6 +122,7 @@ func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o option
 	r.results, _ = gate.(ResultChecker)
 	r.errs, _ = gate.(ErrorChecker)
 	r.losses, _ = gate.(UndeliveredRecorder)
+	r.srvReqs, _ = gate.(ServerRequestChecker)
 	if r.afterFunc == nil {
 		r.afterFunc = afterFunc
 	}
@@ -151,7 +153,7 @@ func (r *relay) register(reqs ...*request) (code int, err error) {
 	}
 	for _, req := range reqs {
 		r.inflight[req.key] = req
-		if req.class == classToolsCall {
+		if req.class == classToolsCall || req.class == classDecided {
 			// Counted under mu, so that once the server is marked gone no
 			// gate starts and the counts can be waited on.
 			r.gates.Add(1)
@@ -204,7 +206,7 @@ func (r *relay) undelivered(req *request, why Loss) {
 	if req.call == nil {
 		return
 	}
-	r.log.Warn("proxy: call got no answer from the server", "tool", req.call.Tool, "id", truncate(req.id), "why", why)
+	r.log.Warn("proxy: call got no answer from the server", "method", req.call.Method, "tool", req.call.Tool, "id", truncate(req.id), "why", why)
 	if r.losses != nil {
 		r.losses.Undelivered(context.WithoutCancel(r.ctx), req.call, why)
 	}

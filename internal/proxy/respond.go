@@ -18,6 +18,9 @@ const (
 	// codeServerGone is in JSON-RPC's range for implementation-defined
 	// server errors: the wrapped server exited before answering.
 	codeServerGone = -32000
+	// codeRefused answers a request of a method other than tools/call that
+	// aegis refused, or whose result it withheld.
+	codeRefused = -32001
 )
 
 // Reasons shown to the client when a check failed rather than decided.
@@ -43,8 +46,12 @@ func errorResponse(id []byte, code int, msg string) []byte {
 // toolError returns a tools/call result to req that reports text as a tool
 // error (isError), with its newline: the model reads it and can adjust.
 // For a call of protocol revision 2026-07-28 or later, which requires every
-// result to say its resultType, it says "complete".
+// result to say its resultType, it says "complete". A request of another
+// method has no such result: it gets a JSON-RPC error with text.
 func toolError(req *request, text string) []byte {
+	if req.call != nil && req.call.Method != "" {
+		return errorResponse(req.id, codeRefused, text)
+	}
 	b := make([]byte, 0, 128+len(req.id)+len(text))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, req.id...)

@@ -44,9 +44,43 @@ func (r *relay) fromServer(line []byte) {
 		}
 	case kindBatch:
 		r.serverBatch(line)
-	default: // requests and notifications from the server pass unchanged
+	case kindRequest:
+		if r.serverRequest(line, m) {
+			r.toClient(line)
+		}
+	default: // notifications from the server pass unchanged
 		r.toClient(line)
 	}
+}
+
+// serverRequest decides a request of the server to the client, if the gate
+// decides them, and reports whether to pass it on. A refused request is
+// answered to the server, from a goroutine of its own: the server may not
+// be reading its input while it writes, and its output is read here.
+func (r *relay) serverRequest(line []byte, m message) bool {
+	if r.srvReqs == nil || string(m.method) == "ping" {
+		return true
+	}
+	var params []byte
+	if m.params.ok() {
+		params = bytes.Clone(m.params.of(line))
+	}
+	v, err := r.srvReqs.ServerRequest(r.ctx, string(m.method), params)
+	if err == nil && v.Forward {
+		return true
+	}
+	reason := v.Reason
+	switch {
+	case err != nil:
+		r.log.Warn("proxy: gate failed on a server request; refused", "method", string(m.method), "err", err)
+		reason = "aegis refused this request: it could not be checked"
+	case reason == "":
+		reason = "aegis refused this request"
+	}
+	r.log.Info("proxy: refused a request of the server", "method", string(m.method))
+	answer := errorResponse(bytes.Clone(m.id), codeRefused, reason)
+	go r.toServer(answer)
+	return false
 }
 
 // answerDropped tells the client that the server's answer to one of its
@@ -110,7 +144,7 @@ func (r *relay) response(msg []byte, m message) []byte {
 	switch req.class {
 	case classToolsList:
 		return r.checkTools(msg, m, req)
-	case classToolsCall:
+	case classToolsCall, classDecided:
 		return r.checkResult(msg, m, req)
 	}
 	return msg
@@ -246,6 +280,13 @@ func (r *relay) serverBatch(line []byte) {
 			changed = changed || !bytes.Equal(out, el)
 			if out != nil {
 				outs = append(outs, out)
+			}
+			continue
+		case err == nil && m.kind == kindRequest:
+			if r.serverRequest(el, m) {
+				outs = append(outs, el)
+			} else {
+				changed = true
 			}
 			continue
 		case err == nil:

@@ -46,7 +46,13 @@ func (f *forwarded) take(c *Call) (uint64, bool) {
 }
 
 func (g sessionGate) Call(ctx context.Context, c *Call) (Verdict, error) {
-	o, err := g.s.Call(ctx, c.Tool, c.Arguments)
+	var o gateway.Outcome
+	var err error
+	if c.Method != "" {
+		o, err = g.s.Request(ctx, c.Method, c.Params)
+	} else {
+		o, err = g.s.Call(ctx, c.Tool, c.Arguments)
+	}
 	if err == nil && o.Forward {
 		g.seqs.put(c, o.Seq)
 	}
@@ -71,8 +77,14 @@ func (g sessionGate) Undelivered(ctx context.Context, c *Call, why Loss) {
 	default:
 		how = "got no answer: the server stopped; it may have run"
 	}
-	if err := g.s.Undelivered(ctx, c.Tool, seq, how); err != nil {
-		slog.Error("recording an undelivered call", "tool", c.Tool, "err", err)
+	var err error
+	if c.Method != "" {
+		err = g.s.RequestUndelivered(ctx, c.Method, c.Params, seq, how)
+	} else {
+		err = g.s.Undelivered(ctx, c.Tool, seq, how)
+	}
+	if err != nil {
+		slog.Error("recording an undelivered call", "method", c.Method, "tool", c.Tool, "err", err)
 	}
 }
 
@@ -82,12 +94,25 @@ func (g sessionGate) Tools(ctx context.Context, tools []json.RawMessage) ([]json
 
 func (g sessionGate) Result(ctx context.Context, c *Call, result json.RawMessage) (json.RawMessage, error) {
 	g.seqs.take(c) // answered
+	if c.Method != "" {
+		return withheld(g.s.RequestResult(ctx, c.Method, c.Params, result))
+	}
 	return withheld(g.s.Result(ctx, c.Tool, result))
 }
 
 func (g sessionGate) Error(ctx context.Context, c *Call, errObj json.RawMessage) (json.RawMessage, error) {
 	g.seqs.take(c) // answered
+	if c.Method != "" {
+		return withheld(g.s.RequestError(ctx, c.Method, c.Params, errObj))
+	}
 	return withheld(g.s.Error(ctx, c.Tool, errObj))
+}
+
+// ServerRequest decides, and records, a request of the server to the
+// client.
+func (g sessionGate) ServerRequest(ctx context.Context, method string, params json.RawMessage) (Verdict, error) {
+	o, err := g.s.ServerRequest(ctx, method, params)
+	return Verdict{Forward: o.Forward, Reason: o.Reason}, err
 }
 
 // withheld gives a refusal of the session's result side the relay's type,
