@@ -84,10 +84,29 @@ func DecidedMethods() []string {
 // has Forward false and a Reason to answer it with. A method aegis does
 // not decide and the configuration does not list is refused, recorded.
 func (s *Session) Request(ctx context.Context, method string, params []byte) (Outcome, error) {
+	return s.request(ctx, method, params, false)
+}
+
+// ServerRequest is [Session.Request] for a request the server sends the
+// client: sampling/createMessage, elicitation/create, roots/list, or a
+// method the configuration lists. A client's method sent by the server
+// (or the other way round) is refused under aegis:method.
+func (s *Session) ServerRequest(ctx context.Context, method string, params []byte) (Outcome, error) {
+	return s.request(ctx, method, params, true)
+}
+
+func (s *Session) request(ctx context.Context, method string, params []byte, fromServer bool) (Outcome, error) {
 	if method == "" || method == policy.ToolsCall {
 		return Outcome{Effect: policy.Deny}, errors.New("gateway: Session.Request of tools/call: use Session.Call")
 	}
 	c := s.requestCall(method, params)
+	if m, known := methods[method]; known && m.FromServer != fromServer && c.Refuse == nil {
+		from := "the client"
+		if fromServer {
+			from = "the server"
+		}
+		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q was sent by %s, which never sends it", method, from)}
+	}
 	m := s.mem.Get().(*callMem)
 	defer s.mem.Put(m)
 	v, seq, err := s.run(ctx, c, m, true)

@@ -95,11 +95,28 @@ func TestRequestMethods(t *testing.T) {
 		{"elicitation, no rule", "elicitation/create", `{"message":"m","requestedSchema":{"type":"object"}}`, policy.Deny, nil, "", []record.Cap{}},
 		{"a configured method", "x/custom", `{}`, policy.Allow, []string{"custom"}, "", []record.Cap{}},
 		{"an unknown method", "x/unknown", `{}`, policy.Deny, []string{RuleMethod}, "", []record.Cap{}},
+		{"a server's method sent by the client", "client:roots/list", ``, policy.Deny, []string{RuleMethod}, "", []record.Cap{}},
+		{"a client's method sent by the server", "server:resources/read", `{"uri":"file:///srv/a"}`, policy.Deny, []string{RuleMethod}, "file:///srv/a", []record.Cap{{Kind: "fs.read", Path: "/srv/a"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, log := methodSession(t)
-			out, err := s.Request(context.Background(), tt.method, []byte(tt.params))
+			// The direction is the method's own, unless the case says.
+			method, fromServer := tt.method, false
+			if m, ok := strings.CutPrefix(method, "client:"); ok {
+				method = m
+			} else if m, ok := strings.CutPrefix(method, "server:"); ok {
+				method, fromServer = m, true
+			} else {
+				known, _ := DecidedMethod(method)
+				fromServer = known.FromServer
+			}
+			tt.method = method
+			request := s.Request
+			if fromServer {
+				request = s.ServerRequest
+			}
+			out, err := request(context.Background(), method, []byte(tt.params))
 			if err != nil {
 				t.Fatal(err)
 			}

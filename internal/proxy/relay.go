@@ -16,10 +16,10 @@ import (
 // documentation for what it guarantees.
 type relay struct {
 	gate     Gate
-	tools    ToolsChecker        // nil if the gate does not check tool lists
-	results  ResultChecker       // nil if the gate does not check results
-	errs     ErrorChecker        // nil if the gate does not check error answers
-	losses   UndeliveredRecorder // nil if the gate does not record losses
+	tools    ToolsChecker         // nil if the gate does not check tool lists
+	results  ResultChecker        // nil if the gate does not check results
+	errs     ErrorChecker         // nil if the gate does not check error answers
+	losses   UndeliveredRecorder  // nil if the gate does not record losses
 	srvReqs  ServerRequestChecker // nil if the gate does not decide the server's requests
 	log      *slog.Logger
 	maxMsg   int

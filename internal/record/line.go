@@ -1,10 +1,10 @@
 package record
 
 import (
-	"strconv"
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"unsafe"
 )
 
