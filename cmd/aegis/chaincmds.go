@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/record"
@@ -212,7 +214,7 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	fmt.Fprintf(stdout, "%6s %s %-5s %s/%s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, e.Server, e.Tool, e.Principal)
+	fmt.Fprintf(stdout, "%6s %s %-5s %s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, target(e.Server, e.Method, e.Tool), e.Principal)
 	if e.Mode == record.Shadow {
 		fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
 	}
@@ -266,4 +268,19 @@ func cmdKey(argv []string, stdout, stderr io.Writer) error {
 	}
 	stdout.Write(chain.MarshalPublicKey(pub))
 	return nil
+}
+
+// target names what an entry decided: "fs/read_file" for a tool call,
+// "fs resources/read file:///x" for a request of another method (its
+// target quoted when it has spaces or is empty of meaning).
+func target(server, method, tool string) string {
+	switch {
+	case method == "":
+		return server + "/" + tool
+	case tool == "":
+		return server + " " + method
+	case strings.ContainsAny(tool, " \t\n\"") || !utf8.ValidString(tool):
+		return fmt.Sprintf("%s %s %q", server, method, tool)
+	}
+	return server + " " + method + " " + tool
 }

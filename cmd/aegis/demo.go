@@ -73,6 +73,7 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) error {
 		{Tool: "fetch", Args: map[string]any{"url": "https://example.com/"}},
 		{Tool: "fetch", Args: map[string]any{"url": "http://0xA9FEA9FE/latest/meta-data/"}},
 		{Tool: "ask_model", Args: map[string]any{"question": "hi"}},
+		{Resource: "file://" + filepath.Join(home, ".ssh/id_rsa")},
 	})
 	if err != nil {
 		return err

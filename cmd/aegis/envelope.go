@@ -75,6 +75,6 @@ func cmdEnvelope(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "entry %s %s %s/%s: envelope %s\n%s\n", ln.EntryName(seq), ent.Decision, ent.Server, ent.Tool, ent.Envelope, b)
+	fmt.Fprintf(stdout, "entry %s %s %s: envelope %s\n%s\n", ln.EntryName(seq), ent.Decision, target(ent.Server, ent.Method, ent.Tool), ent.Envelope, b)
 	return nil
 }

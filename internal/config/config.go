@@ -117,6 +117,9 @@ type fileServer struct {
 	Egress *egress.Config `yaml:"egress"`
 	// Tools configures the checks per tool.
 	Tools map[string]*fileTool `yaml:"tools"`
+	// Methods configures the checks of the requests of other MCP methods,
+	// and lists the methods aegis does not know that it may pass on.
+	Methods map[string]*fileMethod `yaml:"methods"`
 	// Schema is closed (arguments are checked against the tool's pinned
 	// input schema, every object closed) or off.
 	Schema string `yaml:"schema"`
@@ -165,6 +168,18 @@ type fileTool struct {
 }
 
 func (*fileTool) YAMLName() string { return "tool" }
+
+// fileMethod is the configuration of a method other than tools/call: the
+// settings of a tool that do not rewrite arguments.
+type fileMethod struct {
+	Pos             strictyaml.Pos `yaml:"-"`
+	Caps            fileCaps       `yaml:"caps"`
+	Untrusted       bool           `yaml:"untrusted"`
+	AllowUnattended bool           `yaml:"allow_unattended"`
+	IDs             []fileIDSource `yaml:"ids"`
+}
+
+func (*fileMethod) YAMLName() string { return "method" }
 
 type fileCaps struct {
 	PerTurn    int `yaml:"per_turn"`
@@ -450,6 +465,9 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		if s.Tools, err = tools(name, fs.Tools); err != nil {
 			return nil, err
 		}
+		if s.Methods, err = methodsOf(name, fs.Methods, fs.Pos); err != nil {
+			return nil, err
+		}
 		if m := fs.MaxMessageBytes; m != 0 && (m < minRelayBytes || m > maxMessageBytes) {
 			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: max_message_bytes %d: want %d to %d (0 or absent: 16 MiB)", name, m, minRelayBytes, maxMessageBytes)
 		}
@@ -477,6 +495,62 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 // The rule is the chain's, whose lane directories are named by it
 // ([chain.CheckServerName]).
 func CheckServerName(name string) error { return chain.CheckServerName(name) }
+
+// methodsOf compiles the per-method checks of server name. A method listed
+// with no settings (`x/sync: {}`, or `x/sync:`) is one aegis does not know
+// that the server may be sent: it is decided as an unbound action.
+func methodsOf(name string, in map[string]*fileMethod, at strictyaml.Pos) (map[string]*gateway.Tool, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	asTools := make(map[string]*fileTool, len(in))
+	out := make(map[string]*gateway.Tool, len(in))
+	for _, method := range sortedKeys(in) {
+		fm := in[method]
+		pos := at
+		if fm != nil {
+			pos = fm.Pos
+		}
+		if err := checkMethodName(method); err != nil {
+			return nil, strictyaml.ErrorAt(pos, "server %q, method %q: %v", name, method, err)
+		}
+		if fm == nil {
+			out[method] = &gateway.Tool{}
+			continue
+		}
+		asTools[method] = &fileTool{Pos: fm.Pos, Caps: fm.Caps, Untrusted: fm.Untrusted, AllowUnattended: fm.AllowUnattended, IDs: fm.IDs}
+	}
+	ts, err := tools(name, asTools)
+	if err != nil {
+		return nil, err
+	}
+	for m, t := range ts {
+		out[m] = t
+	}
+	return out, nil
+}
+
+// checkMethodName refuses what cannot be listed under methods: tools/call
+// (configured under tools), the housekeeping aegis relays without a
+// decision, and names no peer would send.
+func checkMethodName(m string) error {
+	switch {
+	case m == "":
+		return errors.New("empty method name")
+	case m == "tools/call":
+		return errors.New("tools/call is configured per tool, under tools")
+	case gateway.Relayed(m):
+		return errors.New("aegis relays it without a decision; there is nothing to configure")
+	case strings.HasPrefix(m, "notifications/"):
+		return errors.New("notifications are relayed; only requests are decided")
+	}
+	for _, r := range m {
+		if r < 0x21 || r == 0x7f || r > 0x7e {
+			return fmt.Errorf("method names are printable ASCII without spaces")
+		}
+	}
+	return nil
+}
 
 // tools compiles the per-tool checks of server name.
 func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, error) {

@@ -108,6 +108,12 @@ func TestParseErrors(t *testing.T) {
 		{"call timeout too long", "version: 1\npolicy: p.yaml\nservers:\n  fs: {call_timeout: 25h}\n", `call_timeout 25h0m0s: want 1s to 24h0m0s`},
 		{"negative call timeout", "version: 1\npolicy: p.yaml\nservers:\n  fs: {call_timeout: -1s}\n", `call_timeout -1s`},
 		{"call timeout not a duration", "version: 1\npolicy: p.yaml\nservers:\n  fs: {call_timeout: 30}\n", `c.yaml:4:22: want a duration`},
+		{"tools/call as a method", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      tools/call: {untrusted: true}\n", `c.yaml:6:19: server "fs", method "tools/call": tools/call is configured per tool, under tools`},
+		{"housekeeping as a method", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      ping:\n", `server "fs", method "ping": aegis relays it without a decision`},
+		{"notification as a method", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      notifications/x: {}\n", `notifications are relayed`},
+		{"method with a space", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      \"x y\": {}\n", `printable ASCII without spaces`},
+		{"method setting that rewrites", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      prompts/get: {set: {a: 1}}\n", `unknown key "set"`},
+		{"negative method cap", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      resources/read: {caps: {per_minute: -1}}\n", `caps must not be negative`},
 		{"stderr log too small", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: 100}\n", `server "fs": stderr_log_bytes 100: want at least 65536`},
 		{"negative stderr log", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: -5}\n", `stderr_log_bytes -5`},
 	}
@@ -177,5 +183,22 @@ func TestRelaySettings(t *testing.T) {
 		if got := cfg.Relay[name]; got != w {
 			t.Errorf("server %q: relay %+v, want %+v", name, got, w)
 		}
+	}
+}
+
+// TestMethods: a server's methods reach its gateway configuration, each
+// with its settings; a method listed bare is one aegis may pass on.
+func TestMethods(t *testing.T) {
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      resources/read: {untrusted: true, caps: {per_minute: 3}}\n      x/sync:\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := cfg.Servers[0].Methods
+	if len(ms) != 2 || ms["x/sync"] == nil || ms["resources/read"] == nil {
+		t.Fatalf("methods %v", ms)
+	}
+	if r := ms["resources/read"]; !r.Untrusted || r.Caps.PerMinute != 3 {
+		t.Errorf("resources/read: %+v", r)
 	}
 }

@@ -148,6 +148,22 @@ func New(o *Options) (*mcp.Server, error) {
 				{URI: "demo://readme", MIMEType: "text/plain", Text: "This is the aegis demo server."},
 			}}, nil
 		})
+	// Files under the root as resources, as many servers expose them: a
+	// file: URI the client (or a model) asks to read.
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "file:///{+path}", Name: "file", MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			u, err := url.Parse(req.Params.URI)
+			if err != nil || u.Scheme != "file" {
+				return nil, mcp.ResourceNotFoundError(req.Params.URI)
+			}
+			res, _, err := d.readFile(ctx, nil, readFileIn{Path: u.Path})
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: req.Params.URI, MIMEType: "text/plain", Text: res.Content[0].(*mcp.TextContent).Text},
+			}}, nil
+		})
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
 		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{

@@ -10,10 +10,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Call is one tool call of a scripted session.
+// Call is one tool call of a scripted session, or with Resource set, a
+// resources/read of that URI.
 type Call struct {
-	Tool string
-	Args map[string]any
+	Tool     string
+	Args     map[string]any
+	Resource string
 }
 
 // Drive runs one MCP session, as the official Go SDK client, with the
@@ -40,6 +42,22 @@ func Drive(ctx context.Context, cmd *exec.Cmd, calls []Call, out io.Writer) erro
 	}
 	say("tools: %s\n", strings.Join(names, ", "))
 	for _, c := range calls {
+		if c.Resource != "" {
+			say("read resource %s", c.Resource)
+			res, err := s.ReadResource(ctx, &mcp.ReadResourceParams{URI: c.Resource})
+			if err != nil {
+				// aegis answers a refused request of another method with a
+				// JSON-RPC error, which the SDK returns as an error.
+				say("  REFUSED:   %v\n", err)
+				continue
+			}
+			var text []string
+			for _, rc := range res.Contents {
+				text = append(text, strings.TrimSpace(rc.Text))
+			}
+			say("  forwarded: %s\n", strings.Join(text, " "))
+			continue
+		}
 		say("call %s %v", c.Tool, c.Args)
 		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: c.Tool, Arguments: c.Args})
 		if err != nil {

@@ -31,6 +31,7 @@ tools:
 	"policy.yaml": `version: 1
 rules:
   - {id: demo-tools, effect: allow, server: demo, tool: [echo, read_file, fetch]}
+  - {id: demo-resources, effect: allow, server: demo, method: resources/read}
   - {id: projects, effect: allow, capability: fs.read, path_under: "~/projects"}
   - {id: no-ssh, effect: deny, reason: "SSH keys are off limits", capability: [fs.read, fs.write], path_under: "~/.ssh"}
   - {id: public-web, effect: allow, capability: net.connect, scheme: https, host: "class:public"}

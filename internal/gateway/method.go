@@ -61,6 +61,28 @@ var methods = map[string]Method{
 	"roots/list":             {FromServer: true, Tier: capability.TierDataRead, kind: methodServer},
 }
 
+// relayed are the client requests relayed without a decision: the
+// protocol's own housekeeping, which acts on nothing of the server's
+// (listings are metadata; tools/list is checked by the pin step). Every
+// other request is decided: the methods above, tools/call, and methods
+// aegis has never heard of, which are refused unless configured.
+var relayed = map[string]bool{
+	"initialize":               true,
+	"ping":                     true,
+	"server/discover":          true,
+	"subscriptions/listen":     true,
+	"logging/setLevel":         true,
+	"tools/list":               true,
+	"resources/list":           true,
+	"resources/templates/list": true,
+	"resources/unsubscribe":    true,
+	"prompts/list":             true,
+}
+
+// Relayed reports whether a client request of method is relayed without a
+// decision (see relayed). The server's ping is relayed too.
+func Relayed(method string) bool { return relayed[method] }
+
 // DecidedMethod reports whether aegis decides requests of method (other
 // than tools/call, which it always decides), and what it knows of it.
 func DecidedMethod(method string) (Method, bool) {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/gateway"
 )
 
 // kind is what a JSON-RPC message is.
@@ -34,23 +35,6 @@ const (
 	classDecided                // a request of another method: gated like a call
 )
 
-// relayedMethods are the client requests relayed without a decision: the
-// protocol's own housekeeping, which acts on nothing of the server's
-// (listings are metadata; tools/list is checked). Every other request is
-// decided by the gate (classDecided): the methods that act (resources/read,
-// prompts/get, completion/complete, ...) and methods aegis has never heard
-// of, which the gate refuses unless its configuration lists them.
-var relayedMethods = map[string]bool{
-	"initialize":               true,
-	"ping":                     true,
-	"server/discover":          true,
-	"subscriptions/listen":     true,
-	"logging/setLevel":         true,
-	"resources/list":           true,
-	"resources/templates/list": true,
-	"resources/unsubscribe":    true,
-	"prompts/list":             true,
-}
 
 // span is the byte range [0]..[1] of a value in a message; the zero span
 // means absent (no value starts at offset 0 inside an object).
@@ -230,7 +214,7 @@ func classOf(method []byte) (class, error) {
 	case "notifications/cancelled":
 		return classCancelled, nil
 	}
-	if relayedMethods[string(method)] {
+	if gateway.Relayed(string(method)) {
 		return classOther, nil
 	}
 	for _, c := range method {

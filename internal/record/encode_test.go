@@ -158,6 +158,10 @@ func TestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Decode(%s): %v", line, err)
 		}
+		// Validating only (as verify does) accepts what building does.
+		if _, err := Decode(line, nil); err != nil {
+			t.Fatalf("Decode(%s, nil): %v", line, err)
+		}
 		if diff := cmp.Diff(e, &got, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("decoded entry (-want +got):\n%s", diff)
 		}

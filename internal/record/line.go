@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strconv"
 	"unsafe"
 )
 
@@ -128,10 +127,10 @@ func DecodeIn(line []byte, e *Entry, ar *Arena, light bool) (f Facts, err error)
 	// The one optional key: absent for a tools/call.
 	if d.has(kMethod) {
 		at := d.i
-		e.Method = d.str()
-		if d.err == nil && (e.Method == "" || e.Method == MethodToolsCall) {
+		e.Method = d.str() // "" when only validating: the raw bytes tell
+		if raw := string(d.b[at:d.i]); d.err == nil && (raw == `""` || raw == `"`+MethodToolsCall+`"`) {
 			d.i = at
-			d.fail("method " + strconv.Quote(e.Method) + " is written by leaving the key out")
+			d.fail("method " + raw + " is written by leaving the key out")
 		}
 	}
 	if !d.has(kMode) {
