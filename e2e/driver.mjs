@@ -385,8 +385,15 @@ async function cancel(client, rec) {
   return { steps: s.steps };
 }
 
-async function calls(client, rec, planFile) {
-  const plan = JSON.parse(readFileSync(planFile, "utf8"));
+// requests are the client's methods other than tools/call a plan may send:
+// { name, method, params } instead of { name, tool, arguments }.
+const requests = {
+  "resources/read": (client, params) => client.readResource(params, { timeout: stepTimeout }),
+  "prompts/get": (client, params) => client.getPrompt(params, { timeout: stepTimeout }),
+  "completion/complete": (client, params) => client.complete(params, { timeout: stepTimeout }),
+};
+
+async function calls(client, rec, plan) {
   const s = new Session(client, rec);
   await s.step("initialize", async () => {
     await client.connect(rec, { timeout: stepTimeout });
@@ -398,6 +405,10 @@ async function calls(client, rec, planFile) {
     return r.tools.map((t) => t.name);
   });
   for (const c of plan.calls) {
+    if (c.method) {
+      await s.step(c.name, () => requests[c.method](client, c.params));
+      continue;
+    }
     await s.step(c.name, () =>
       client.callTool({ name: c.tool, arguments: c.arguments }, undefined, { timeout: stepTimeout }),
     );
@@ -438,10 +449,15 @@ async function main() {
       break;
     }
     case "calls": {
-      // No roots capability: the filesystem server would replace its
-      // allowed directories with the client's roots.
-      const client = new Client({ name: "aegis-e2e-driver", version: "1.0.0" }, { capabilities: {} });
-      out = await calls(client, rec, rest[0]);
+      // No roots capability unless the plan says: the filesystem server
+      // would replace its allowed directories with the client's roots. A
+      // plan may give the client sampling, answered as samplingAnswer.
+      const plan = JSON.parse(readFileSync(rest[0], "utf8"));
+      const client = new Client({ name: "aegis-e2e-driver", version: "1.0.0" }, { capabilities: plan.capabilities ?? {} });
+      if (plan.capabilities?.sampling) {
+        client.setRequestHandler(CreateMessageRequestSchema, async () => samplingAnswer);
+      }
+      out = await calls(client, rec, plan);
       await client.close();
       break;
     }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/google/go-cmp/cmp"
 )
@@ -64,19 +65,27 @@ func TestEverythingFidelity(t *testing.T) {
 	t.Run("session", func(t *testing.T) {
 		direct, through, aegisHome := compare(t, "everything")
 		checkEverythingSession(t, direct.T)
-		// Every tools/call the client sent was decided, allowed and
-		// recorded.
-		calls := 0
+		// Every request that acts was decided, allowed and recorded: each
+		// the client sent but the protocol's housekeeping (tools/call,
+		// resources/read, prompts/get, ..., the unknown method the
+		// configuration lists), and each the server sent the client but
+		// ping (sampling, elicitation, roots).
+		decided := 0
 		for _, m := range through.T.Sent {
-			if method(m) == "tools/call" {
-				calls++
+			if isRequest(m) && !gateway.Relayed(method(m)) {
+				decided++
+			}
+		}
+		for _, m := range through.T.Received {
+			if isRequest(m) && method(m) != "ping" {
+				decided++
 			}
 		}
 		rep, decisions := verifyChain(t, aegisHome, "everything")
-		if rep.Entries != uint64(calls) {
-			t.Errorf("the chain has %d entries; the client made %d tool calls", rep.Entries, calls)
+		if rep.Entries != uint64(decided) {
+			t.Errorf("the chain has %d entries; the session made %d requests aegis decides", rep.Entries, decided)
 		}
-		if diff := cmp.Diff(map[string]int{record.Allow: calls}, decisions); diff != "" {
+		if diff := cmp.Diff(map[string]int{record.Allow: decided}, decisions); diff != "" {
 			t.Errorf("decisions in the chain (-want +got):\n%s", diff)
 		}
 	})
@@ -177,6 +186,16 @@ func checkEverythingSession(t *testing.T, tr transcript) {
 }
 
 // method returns the method of a JSON-RPC message, or "" for a response.
+// isRequest reports whether a JSON-RPC message is a request: a method and
+// an id.
+func isRequest(raw json.RawMessage) bool {
+	var m struct {
+		Method string
+		ID     json.RawMessage
+	}
+	return json.Unmarshal(raw, &m) == nil && m.Method != "" && m.ID != nil
+}
+
 func method(raw json.RawMessage) string {
 	var m struct{ Method string }
 	json.Unmarshal(raw, &m)

@@ -22,6 +22,7 @@ var pinned = map[string]string{
 	"@modelcontextprotocol/sdk":               "1.32.2",
 	"@modelcontextprotocol/server-everything": "2026.8.31",
 	"@modelcontextprotocol/server-filesystem": "2026.8.31",
+	"mcp-server-commands":                     "0.5.0",
 }
 
 // The parts every test uses, found or built by TestMain.
@@ -42,6 +43,7 @@ var (
 const (
 	everythingJS = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 	filesystemJS = "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+	commandsJS   = "node_modules/mcp-server-commands/build/index.js"
 )
 
 func TestMain(m *testing.M) {

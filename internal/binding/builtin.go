@@ -30,13 +30,16 @@ type Builtin struct {
 	Description string
 	Semantics   Semantics
 	Tools       Table
+	// Prompts binds the arguments of the server's prompts, by prompt
+	// name: a prompt that runs a command or reads a file acts as a tool.
+	Prompts Table
 }
 
 // Builtins returns the curated tables, by name. Each call returns fresh
 // values: callers may not share and mutate them.
 func Builtins() map[string]*Builtin {
 	m := make(map[string]*Builtin)
-	for _, b := range []*Builtin{filesystemBuiltin(), fetchBuiltin()} {
+	for _, b := range []*Builtin{filesystemBuiltin(), fetchBuiltin(), commandsBuiltin()} {
 		m[b.Name] = b
 	}
 	return m

@@ -410,7 +410,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			if b == nil {
 				return nil, strictyaml.ErrorAt(fs.Pos, "server %q: unknown builtin %q (want one of %v)", name, fs.Builtin, binding.BuiltinNames())
 			}
-			s.Bindings, sem = b.Tools, b.Semantics
+			s.Bindings, s.Prompts, sem = b.Tools, b.Prompts, b.Semantics
 		}
 		for _, bf := range fs.Bindings {
 			c.Files = append(c.Files, rel(bf))
