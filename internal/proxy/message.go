@@ -35,7 +35,6 @@ const (
 	classDecided                // a request of another method: gated like a call
 )
 
-
 // span is the byte range [0]..[1] of a value in a message; the zero span
 // means absent (no value starts at offset 0 inside an object).
 type span [2]int
