@@ -39,7 +39,9 @@ func NormPath(p string) (string, bool) {
 	if !utf8.ValidString(p) {
 		return "", false
 	}
-	if norm.NFC.IsNormalString(p) {
+	// QuickSpanString allocates nothing, where IsNormalString does; a
+	// span that stops short is only a maybe, which String settles.
+	if norm.NFC.QuickSpanString(p) == len(p) {
 		return p, true
 	}
 	return norm.NFC.String(p), true
@@ -55,14 +57,15 @@ func NormPath(p string) (string, bool) {
 //
 // The key is NFC of: NFD, dotless ı and dotted İ made i, the code points
 // HFS+ ignores in names dropped (joiners, direction marks, BOM), full
-// Unicode case folding. It reports false if p is not valid UTF-8, or if a
-// component would fold to "", "." or ".." (a name of ignorables only): no
-// key says what such a name is.
+// Unicode case folding. It reports false if p is not valid UTF-8 or not
+// clean (absolute, without empty, "." or ".." names), or if a name would
+// fold to "", "." or ".." (a name of ignorables only): no key says what
+// such a name is.
 func FoldPath(p string) (string, bool) {
 	if IsASCII(p) {
 		return lowerASCII(p), true
 	}
-	if !utf8.ValidString(p) {
+	if !utf8.ValidString(p) || !foldedClean(p) {
 		return "", false
 	}
 	s := norm.NFD.String(p)
@@ -81,7 +84,7 @@ func FoldPath(p string) (string, bool) {
 	// İ decomposes to I and a combining dot above: the dot goes with it.
 	s = strings.ReplaceAll(s, "i\u0307", "i")
 	key := lowerASCII(norm.NFC.String(s))
-	if p != "/" && !foldedClean(key) {
+	if !foldedClean(key) {
 		return "", false
 	}
 	return key, true
@@ -99,8 +102,8 @@ func hfsIgnorable(r rune) bool {
 	return false
 }
 
-// foldedClean reports whether the key of a clean path is still clean: no
-// component became empty, "." or "..".
+// foldedClean reports whether a path that is not "/" is clean: absolute,
+// with no empty, "." or ".." name and no trailing slash.
 func foldedClean(k string) bool {
 	if k == "" || k[0] != '/' || k[len(k)-1] == '/' {
 		return false
