@@ -57,16 +57,16 @@ type rule struct {
 	role       nameKey // the one role, if the rule names one of up to 16 bytes
 
 	// Capability matchers. kinds is zero for an action rule.
-	paths    []string // in NFC
+	paths []string // in NFC
 	// foldPaths are the fold keys of paths (capability.FoldPath), which
 	// a deny rule matches by on a case-insensitive volume.
 	foldPaths []string
-	hasHosts bool
-	hosts    hostMatcher
-	ports    []portRange
-	schemes  []string
-	programs globs
-	idKinds  []string
+	hasHosts  bool
+	hosts     hostMatcher
+	ports     []portRange
+	schemes   []string
+	programs  globs
+	idKinds   []string
 
 	when *condition
 	info *Rule
