@@ -74,6 +74,11 @@ type PathOptions struct {
 // `/home/a/.ssh\id_rsa` is a file in /home/a, and `\\server\share` is a
 // relative path; a server on Windows needs its own canonicaliser.
 //
+// The result is in Unicode NFC: canonically equivalent spellings (an NFC
+// and an NFD "café") are one path, as macOS volumes and the reference
+// filesystem server treat them (see [NormPath]). Links are resolved by the
+// bytes given and the bytes the links hold, before normalising.
+//
 // Invalid UTF-8 is refused although Linux names are bytes: arguments arrive
 // as JSON strings, so a server decodes them to text before it opens
 // anything, and a byte sequence that is not text reaches it in some
@@ -284,7 +289,18 @@ func asciiNoNUL(s string) bool {
 	return true
 }
 
+// lengthOK finishes a canonical path: in NFC ([NormPath]), which only a
+// path with a name that is not ASCII needs, and not too long. The links
+// are resolved by the bytes the file system holds before: it is the
+// spelling, not the file, that NFC picks.
 func lengthOK(raw, p string) (string, error) {
+	if !IsASCII(p) {
+		n, ok := NormPath(p)
+		if !ok {
+			return "", fmt.Errorf("path %q resolves to %q, which is not valid UTF-8", raw, p)
+		}
+		p = n
+	}
 	if len(p) > maxPathLen {
 		return "", fmt.Errorf("path %q expands to %d bytes, too long (at most %d)", raw, len(p), maxPathLen)
 	}

@@ -15,6 +15,7 @@
 //	    bindings: [extra.yaml] # bindings files; their tools replace builtin ones
 //	    home: /home/alice      # the server user's home, for "~" in arguments; default: home above
 //	    local: false           # the server is not on this machine (default true): do not resolve symbolic links here
+//	    case_insensitive: true # its files are on a case-insensitive volume (default: true for a local server on macOS)
 //	limits:                    # caps on a call's arguments; zero: the defaults
 //	  max_bytes: 1048576
 //	  max_depth: 64
@@ -34,6 +35,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,6 +108,9 @@ type fileServer struct {
 	Bindings strictyaml.StringList `yaml:"bindings"`
 	Home     string                `yaml:"home"`
 	Local    *bool                 `yaml:"local"` // nil: true (aegis run wraps a server on this machine)
+	// CaseInsensitive says the server's files are on a case-insensitive
+	// volume; nil: true for a local server on macOS, else false.
+	CaseInsensitive *bool `yaml:"case_insensitive"`
 	// HideUnallowed hides from tools/list the tools no rule could allow.
 	HideUnallowed bool `yaml:"hide_unallowed"`
 	// Templates names the template syntax the server expands in its
@@ -143,6 +148,17 @@ type fileServer struct {
 // paths' symbolic links are resolved as it will resolve them: true unless
 // the file says local: false (aegis run starts the server here).
 func (fs *fileServer) local() bool { return fs.Local == nil || *fs.Local }
+
+// caseInsensitive reports whether the server's paths match in every case:
+// as the file says, else for a local server on macOS, whose volumes ignore
+// case by default. A remote server's volume is unknown: case-sensitive
+// unless said otherwise.
+func (fs *fileServer) caseInsensitive() bool {
+	if fs.CaseInsensitive != nil {
+		return *fs.CaseInsensitive
+	}
+	return fs.local() && runtime.GOOS == "darwin"
+}
 
 type fileDLP struct {
 	Pos       strictyaml.Pos    `yaml:"-"`
@@ -441,6 +457,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		}
 		s.Options.RequireNFC = sem.NFCEquivalent
 		s.HideUnallowed = fs.HideUnallowed
+		s.CaseInsensitive = fs.caseInsensitive()
 		if fs.Templates != "" {
 			x, err := shape.ParseSyntax(fs.Templates)
 			if err != nil {

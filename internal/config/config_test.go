@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -116,6 +117,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative method cap", "version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      resources/read: {caps: {per_minute: -1}}\n", `caps must not be negative`},
 		{"stderr log too small", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: 100}\n", `server "fs": stderr_log_bytes 100: want at least 65536`},
 		{"negative stderr log", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: -5}\n", `stderr_log_bytes -5`},
+		{"case_insensitive not a bool", "version: 1\npolicy: p.yaml\nservers:\n  fs: {case_insensitive: maybe}\n", `c.yaml:4:26:`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,5 +202,21 @@ func TestMethods(t *testing.T) {
 	}
 	if r := ms["resources/read"]; !r.Untrusted || r.Caps.PerMinute != 3 {
 		t.Errorf("resources/read: %+v", r)
+	}
+}
+
+// TestCaseInsensitive: a server's volume ignores case as the file says;
+// unsaid, a local server's does on macOS only, and a remote one's does not.
+func TestCaseInsensitive(t *testing.T) {
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  on: {case_insensitive: true}\n  off: {case_insensitive: false}\n  here: {}\n  remote: {local: false}\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"on": true, "off": false, "here": runtime.GOOS == "darwin", "remote": false}
+	for _, s := range cfg.Servers {
+		if s.CaseInsensitive != want[s.Name] {
+			t.Errorf("server %q: CaseInsensitive %v, want %v", s.Name, s.CaseInsensitive, want[s.Name])
+		}
 	}
 }

@@ -47,6 +47,11 @@ type Server struct {
 	// DLP says what secrets found in arguments and results do (R17); nil
 	// scans nothing.
 	DLP *DLP
+	// CaseInsensitive says the server's files are on a case-insensitive
+	// volume (macOS's default): its paths meet path_under rules and
+	// aegis's own paths ([RuleSelf]) in every case (policy.Request's
+	// FoldCase). False: case makes another file.
+	CaseInsensitive bool
 }
 
 // DLP is a server's data-loss prevention: the actions for findings in
@@ -71,8 +76,10 @@ type Engine struct {
 	schemaOpts    schema.Options // for tools with no configuration
 	scratch       sync.Pool      // *scratch
 	// protected are the paths no server may read or write (RuleSelf),
-	// sorted, none under another.
-	protected []string
+	// sorted, none under another, in NFC; protectedKeys are their fold
+	// keys (capability.FoldPath), for servers on case-insensitive volumes.
+	protected     []string
+	protectedKeys []string
 }
 
 // Options configures an Engine. The zero value uses the default argument
@@ -103,7 +110,7 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 	if o != nil {
 		e.limits, e.sessions, e.principals = o.Limits, o.Sessions, o.Principals
 		var err error
-		if e.protected, err = protectedPaths(o.Protected); err != nil {
+		if e.protected, e.protectedKeys, err = protectedPaths(o.Protected); err != nil {
 			return nil, err
 		}
 	}

@@ -144,6 +144,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		Roles:     c.Roles,
 		Origin:    origin,
 		Taint:     taint,
+		FoldCase:  r.s.CaseInsensitive,
 	}
 	caps := rc.caps[:0]
 	if n > len(rc.caps) {
@@ -178,7 +179,7 @@ func (e *Engine) conclude(ctx context.Context, v *Verdict, c *Call, req *policy.
 	withFindings(v, r.s, found)
 	if c.Refuse != nil {
 		v.refuse(c.Refuse)
-	} else if err := e.selfCheck(v.Caps); err != nil {
+	} else if err := e.selfCheck(v.Caps, req.FoldCase); err != nil {
 		v.refuse(err)
 	} else {
 		e.afterPolicy(ctx, v, c, r, doc, req.Origin, commit)

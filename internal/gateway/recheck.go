@@ -76,7 +76,20 @@ func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *record.Entry) 
 		*v = deny(fmt.Errorf("entry %d: %w", ent.Seq, err))
 		return false
 	}
+	// An entry recorded before paths were canonical in NFC may hold
+	// another spelling: the policy matches every spelling alike, and so
+	// is the path shown.
+	for i := range caps {
+		if c := &caps[i]; c.Kind == capability.FSRead || c.Kind == capability.FSWrite {
+			if n, ok := capability.NormPath(c.Path); ok {
+				c.Path = n
+			}
+		}
+	}
 	req.Caps = caps
+	if s := e.servers[ent.Server]; s != nil {
+		req.FoldCase = s.CaseInsensitive
+	}
 	e.decideInto(v, req, nil)
 	return true
 }

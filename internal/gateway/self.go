@@ -18,14 +18,19 @@ const RuleSelf = "aegis:self"
 
 // protectedPaths checks and sorts the protected paths of [Options], and
 // drops those under another: each must be canonical, as the capabilities
-// it is compared with are (absolute and clean).
-func protectedPaths(in []string) ([]string, error) {
+// it is compared with are (absolute and clean). It returns them in NFC,
+// and their fold keys for servers on case-insensitive volumes.
+func protectedPaths(in []string) (paths, keys []string, err error) {
 	out := make([]string, 0, len(in))
 	for _, p := range in {
 		if p == "" || p[0] != '/' || path.Clean(p) != p {
-			return nil, fmt.Errorf("gateway: protected path %q is not absolute and clean", p)
+			return nil, nil, fmt.Errorf("gateway: protected path %q is not absolute and clean", p)
 		}
-		out = append(out, p)
+		n, ok := capability.NormPath(p)
+		if !ok {
+			return nil, nil, fmt.Errorf("gateway: protected path %q is not valid UTF-8", p)
+		}
+		out = append(out, n)
 	}
 	slices.Sort(out)
 	out = slices.Compact(out)
@@ -44,7 +49,14 @@ func protectedPaths(in []string) ([]string, error) {
 			kept = append(kept, p)
 		}
 	}
-	return kept, nil
+	keys = make([]string, len(kept))
+	for i, p := range kept {
+		var ok bool
+		if keys[i], ok = capability.FoldPath(p); !ok {
+			return nil, nil, fmt.Errorf("gateway: protected path %q has a name a case-insensitive volume reads as nothing", p)
+		}
+	}
+	return kept, keys, nil
 }
 
 // selfCheck refuses caps, under [RuleSelf], if one of them reads or writes
@@ -61,10 +73,12 @@ func protectedPaths(in []string) ([]string, error) {
 // say so by other means.
 //
 // The capabilities' paths are canonical (package capability: clean, links
-// resolved for a local server), and so are the protected ones, in every
-// form a server may reach them by (Options.Protected), so the comparison is
-// component-wise on the strings.
-func (e *Engine) selfCheck(caps []capability.Capability) error {
+// resolved for a local server, NFC), and so are the protected ones, in
+// every form a server may reach them by (Options.Protected), so the
+// comparison is component-wise on the strings. On a case-insensitive
+// volume (fold) it is on fold keys (capability.FoldPath): every case
+// variant the volume may read as a protected path is one.
+func (e *Engine) selfCheck(caps []capability.Capability, fold bool) error {
 	if len(e.protected) == 0 {
 		return nil
 	}
@@ -73,15 +87,28 @@ func (e *Engine) selfCheck(caps []capability.Capability) error {
 		if c.Kind != capability.FSRead && c.Kind != capability.FSWrite {
 			continue
 		}
-		for _, p := range e.protected {
-			if capability.PathUnder(c.Path, p) {
-				if len(c.Path) == len(p) {
+		p, ok := capability.NormPath(c.Path)
+		protected, under := e.protected, capability.PathUnder
+		if ok && fold {
+			// An ASCII path meets a key as it is (PathUnderFold).
+			if !capability.IsASCII(p) {
+				p, ok = capability.FoldPath(p)
+			}
+			protected, under = e.protectedKeys, capability.PathUnderFold
+		}
+		if !ok {
+			return refusal(RuleSelf, "%s %s has no canonical spelling to compare with aegis's own paths", c.Kind, c.Path)
+		}
+		for j, pp := range protected {
+			own := e.protected[j]
+			if under(p, pp) {
+				if len(p) == len(pp) {
 					return refusal(RuleSelf, "%s %s is aegis's own (its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path)
 				}
-				return refusal(RuleSelf, "%s %s is aegis's own (under %s: its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path, p)
+				return refusal(RuleSelf, "%s %s is aegis's own (under %s: its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path, own)
 			}
-			if c.Kind == capability.FSWrite && capability.PathUnder(p, c.Path) {
-				return refusal(RuleSelf, "%s %s would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may write", c.Kind, c.Path, p)
+			if c.Kind == capability.FSWrite && under(pp, p) {
+				return refusal(RuleSelf, "%s %s would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may write", c.Kind, c.Path, own)
 			}
 		}
 	}

@@ -249,7 +249,7 @@ func TestProtectedPaths(t *testing.T) {
 func BenchmarkCheckProtected(b *testing.B) {
 	e, c := typicalCall(b)
 	var err error
-	e.protected, err = protectedPaths([]string{
+	e.protected, e.protectedKeys, err = protectedPaths([]string{
 		"/home/u/.config/aegis/aegis.yaml", "/home/u/.config/aegis/policy.yaml", "/home/u/.config/aegis/extra.yaml",
 		"/home/u/.local/state/aegis", "/data/home/u/.config/aegis/aegis.yaml", "/data/home/u/.config/aegis/policy.yaml",
 		"/data/home/u/.config/aegis/extra.yaml", "/data/home/u/.local/state/aegis",
@@ -258,4 +258,46 @@ func BenchmarkCheckProtected(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchCheckWith(b, e, c)
+}
+
+// TestSelfSpellings: every spelling of aegis's own paths that the server's
+// file system reads as one is refused: normalisation twins on every
+// volume, case variants on a case-insensitive one (DESIGN.md R34).
+func TestSelfSpellings(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules: []\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state directory is named in NFD, as a macOS volume may hold it.
+	e, err := New(p, nil, &Options{Protected: []string{"/home/u/.config/aegis/aegis.yaml", "/home/u/e\u0301tat/aegis"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		kind capability.Kind
+		path string
+		fold bool
+		deny bool
+	}{
+		{"NFC twin of the state", capability.FSRead, "/home/u/\u00e9tat/aegis/chain.key", false, true},
+		{"NFD state", capability.FSRead, "/home/u/e\u0301tat/aegis", false, true},
+		{"case-sensitive: another file", capability.FSRead, "/home/u/.config/aegis/AEGIS.yaml", false, false},
+		{"fold: config in upper case", capability.FSRead, "/HOME/U/.CONFIG/Aegis/aegis.yaml", true, true},
+		{"fold: state in upper case, NFC", capability.FSWrite, "/home/u/\u00c9TAT/AEGIS/pins/fs.json", true, true},
+		{"fold: state in upper case, NFD", capability.FSRead, "/home/u/E\u0301TAT/aegis", true, true},
+		{"fold: long s in the config", capability.FSRead, "/home/u/.config/aegi\u017f/aegis.yaml", true, true},
+		{"fold: writing a parent in upper case", capability.FSWrite, "/HOME/U/.Config", true, true},
+		{"fold: reading a parent lists it", capability.FSRead, "/HOME/U/.Config", true, false},
+		{"fold: a sibling", capability.FSWrite, "/home/u/.config/aegis/aegis.yaml.bak", true, false},
+		{"fold: a path with no key", capability.FSRead, "/home/u/\u200c", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := e.selfCheck([]capability.Capability{{Kind: tt.kind, Path: tt.path}}, tt.fold)
+			if (err != nil) != tt.deny {
+				t.Errorf("selfCheck(%s %+q, fold %v) = %v, want deny %v", tt.kind, tt.path, tt.fold, err, tt.deny)
+			}
+		})
+	}
 }

@@ -173,6 +173,23 @@ func BenchmarkDecide1100Deny(b *testing.B) {
 	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Deny)
 }
 
+// BenchmarkDecide1100Fold decides the call of BenchmarkDecide1100 for a
+// server on a case-insensitive volume, its paths in another case.
+func BenchmarkDecide1100Fold(b *testing.B) {
+	r := benchRequest()
+	r.FoldCase = true
+	r.Caps[0].Path = "/srv/Projects/Team-537/src/main.go"
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Allow)
+}
+
+// BenchmarkDecide1100NFD decides the call of BenchmarkDecide1100 with a
+// path that is not ASCII and not in NFC: the slow path, which allocates.
+func BenchmarkDecide1100NFD(b *testing.B) {
+	r := benchRequest()
+	r.Caps[0].Path = "/srv/projects/team-537/src/cafe\u0301.go"
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Allow)
+}
+
 func BenchmarkDecideCEL(b *testing.B) {
 	r := &Request{
 		Server: "fs", Tool: "read_file", Principal: "alice", Roles: []string{"dev"},
@@ -187,7 +204,13 @@ func BenchmarkDecideCEL(b *testing.B) {
 func TestDecideAllocs(t *testing.T) {
 	for _, name := range []string{"bench_10.yaml", "bench_1100.yaml", "matchers.yaml"} {
 		s := fixture(t, name)
-		for _, r := range []*Request{benchRequest(), with(benchRequest(), func(r *Request) { r.Caps[1] = fsRead("/home/a/.ssh/id_rsa") })} {
+		for _, r := range []*Request{benchRequest(), with(benchRequest(), func(r *Request) { r.Caps[1] = fsRead("/home/a/.ssh/id_rsa") }),
+			// On a case-insensitive volume, ASCII paths in any case.
+			with(benchRequest(), func(r *Request) { r.FoldCase = true; r.Caps[1] = fsRead("/HOME/a/.SSH/id_rsa") }),
+			with(benchRequest(), func(r *Request) { r.FoldCase = true; r.Caps[0] = fsRead("/srv/Projects/Team-537/src/main.go") }),
+			// A path that is not ASCII but already in NFC.
+			with(benchRequest(), func(r *Request) { r.Caps[0] = fsRead("/srv/projects/team-537/src/caf\u00e9.go") }),
+		} {
 			if n := testing.AllocsPerRun(100, func() { s.Decide(r) }); n != 0 {
 				t.Errorf("%s: Decide allocates %v times per call, want 0", name, n)
 			}

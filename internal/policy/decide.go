@@ -32,7 +32,13 @@ type Request struct {
 	// Tier is the risk tier of the tool's binding; unknown is matched as
 	// mutating.
 	Tier capability.Tier
-	Caps []capability.Capability
+	// FoldCase says the server's files are on a case-insensitive volume:
+	// path_under matches case variants of a path too, broadly for rules
+	// that deny (capability.FoldPath) and only in ASCII letters for rules
+	// that grant (capability.PathUnderFold). Unicode normalisation twins
+	// are one path either way.
+	FoldCase bool
+	Caps     []capability.Capability
 }
 
 // inlineCaps is how many capability verdicts a Decision holds without

@@ -101,6 +101,15 @@ type kindIndex struct {
 	shell        []cand // exec: rules with shell: true and a program matcher
 
 	idKind keyMap // id: rules by id_kind
+
+	// foldPaths holds the rules of paths by the fold keys of their
+	// directories, for a case-insensitive volume (Request.FoldCase): a
+	// deny is found under the key of a directory the path is under; a
+	// grant is listed there too, but left to check that the path is
+	// under the directory in ASCII case only (rule.pathOK). It is last,
+	// and apart, so that the lists every call reads stay as close as
+	// they were.
+	foldPaths *pathIndex
 }
 
 func buildIndex(rules []*rule) index {
@@ -151,7 +160,17 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 			break
 		}
 		for _, p := range r.paths {
-			ki.paths.add(p, r, k)
+			ki.paths.add(p, r, k, donePath)
+		}
+		d := donePath
+		if r.grants() {
+			d = 0
+		}
+		if ki.foldPaths == nil {
+			ki.foldPaths = &pathIndex{fold: true}
+		}
+		for _, p := range r.foldPaths {
+			ki.foldPaths.add(p, r, k, d)
 		}
 		return
 	case capability.NetConnect:
@@ -309,6 +328,7 @@ type evaluator struct {
 	sig    uint64 // requestSig(req)
 	capSig uint64 // capSig(cap)
 	cap    *capability.Capability
+	path   pathForms // of an fs cap
 	vars   *celVars
 	t      tally
 
@@ -476,7 +496,23 @@ func (idx *index) capability(e *evaluator) bool {
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
 		ki := &idx.kinds[c.Kind]
-		if !ki.paths.walk(e) {
+		paths := &ki.paths
+		if p := c.Path; !e.req.FoldCase {
+			// The walk finds whether p is ASCII, and if not walks its
+			// forms.
+			e.path = pathForms{nfc: p, key: p}
+		} else {
+			var ok bool
+			if e.path, ok = formsOf(p, e.req.FoldCase); !ok {
+				return false
+			}
+			if e.path.fold {
+				if paths = ki.foldPaths; paths == nil {
+					paths = &pathIndex{fold: true} // no rule has a path: an empty index checks the path
+				}
+			}
+		}
+		if !paths.walk(e) {
 			return false
 		}
 		e.consider(ki.generic, 0)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -186,12 +187,30 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 
 	r.kinds = c.kinds(rs)
 	for _, p := range rs.PathUnder.items {
-		if dir, ok := c.pathUnder(p); ok {
-			r.paths = append(r.paths, dir)
-			if c.resolve != nil {
-				if rd, err := c.resolve(dir); err == nil && rd != dir && strings.HasPrefix(rd, "/") && path.Clean(rd) == rd {
-					r.paths = append(r.paths, rd)
-				}
+		dir, ok := c.pathUnder(p)
+		if !ok {
+			continue
+		}
+		dirs := []string{dir}
+		if c.resolve != nil {
+			// Links are resolved by the bytes written, which name
+			// what is on disk; the forms matched come after.
+			if rd, err := c.resolve(dir); err == nil && rd != dir && strings.HasPrefix(rd, "/") && path.Clean(rd) == rd {
+				dirs = append(dirs, rd)
+			}
+		}
+		for _, d := range dirs {
+			n, ok := capability.NormPath(d)
+			key, foldOK := capability.FoldPath(n)
+			if !ok || !foldOK {
+				c.errorf(p.pos, "bad path_under %q: %s has a name that is no text, or only characters a case-insensitive volume ignores", p.value, d)
+				break
+			}
+			if !slices.Contains(r.paths, n) {
+				r.paths = append(r.paths, n)
+			}
+			if !slices.Contains(r.foldPaths, key) {
+				r.foldPaths = append(r.foldPaths, key)
 			}
 		}
 	}
@@ -342,7 +361,8 @@ func (c *compiler) pathUnder(p scalar) (string, bool) {
 }
 
 // canonPattern returns the canonical form of a path_under pattern: "~"
-// expanded, then cleaned lexically. Patterns are written by whoever writes
+// expanded, then cleaned lexically. It keeps the bytes written (the caller
+// resolves links by them, then puts the result in NFC). Patterns are written by whoever writes
 // the policy and name no file of their own, so unlike capability.CanonPath
 // it resolves no links and accepts the process directories (/proc): a rule
 // may well deny them.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/text/unicode/norm"
 )
 
 // pathPolicy builds a policy of allow and deny rules under directories
@@ -25,7 +26,7 @@ func (c chooser) pathPolicy() pathPolicy {
 		dir := ""
 		if c(8) != 0 { // else the root
 			for range 1 + c(4) {
-				dir += "/" + strings.Repeat(c.of("a", "b", "x7", ".e", "-", "a-long-name-"), 1+c(9))
+				dir += "/" + strings.Repeat(c.of("a", "b", "x7", ".e", "-", "a-long-name-", "B", "\u00e9", "e\u0301", "\u00df", "\u212a"), 1+c(9))
 			}
 		}
 		if dir == "" {
@@ -55,9 +56,12 @@ func (c chooser) pathNear(dirs []string) string {
 			p = p[:len(p)-1] + "z"
 		}
 	}
-	const alphabet = "//..ab7\x00-"
+	if c(3) == 0 { // another spelling: case, normalisation
+		p = c.of(strings.ToUpper(p), norm.NFD.String(p), norm.NFC.String(p), strings.ReplaceAll(p, "ss", "\u00df"))
+	}
+	alphabet := []string{"/", "/", ".", ".", "a", "b", "7", "\x00", "-", "A", "\u0301", "\u200c", "\xff", "K"}
 	for range c(12) {
-		p += string(alphabet[c(len(alphabet))])
+		p += alphabet[c(len(alphabet))]
 	}
 	if c(6) == 0 {
 		p += "/" + strings.Repeat("q", c(20))
@@ -75,9 +79,10 @@ func checkPathIndex(t *testing.T, c chooser) {
 		p := c.pathNear(pp.dirs)
 		r := benchRequest()
 		r.Caps = caps(fsRead(p), fsWrite(p))
+		r.FoldCase = c(2) == 0
 		got, want := outcomeOf(s.Decide(r)), referenceDecide(s, r)
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("path %q under\n%s\nDecide differs from the reference (-want +got)\n%s", p, pp.yaml, diff)
+			t.Fatalf("path %+q (fold %v) under\n%s\nDecide differs from the reference (-want +got)\n%s", p, r.FoldCase, pp.yaml, diff)
 		}
 	}
 }

@@ -17,6 +17,9 @@ type pathIndex struct {
 	rules  [][]cand
 	ends   [16]uint64 // bit endBit of each directory
 	maxLen int        // the longest directory
+	// fold says the directories are fold keys (capability.FoldPath): a
+	// path's ASCII letters are looked up in lower case.
+	fold bool
 }
 
 // endBit summarises a directory of j bytes whose last byte is c, so that
@@ -25,8 +28,54 @@ func endBit(j int, c byte) uint { return uint(j*131+int(c)) & 1023 }
 
 // maybe reports whether p[:j] may be a directory of the index.
 func (x *pathIndex) maybe(p string, j int) bool {
-	b := endBit(j, p[j-1])
+	c := p[j-1]
+	if x.fold && 'A' <= c && c <= 'Z' {
+		c += 'a' - 'A'
+	}
+	b := endBit(j, c)
 	return x.ends[b/64]&(1<<(b%64)) != 0
+}
+
+// done is what the index checked of the candidates it finds: in an index
+// of fold keys, a grant's path is left to check (its candidates say so),
+// and a deny's candidates need no check of the path whatever done says.
+func (x *pathIndex) done() done {
+	if x.fold {
+		return 0
+	}
+	return donePath
+}
+
+// foldWord is w with the ASCII upper-case letters of its bytes in lower
+// case: each byte that is one, and only those, gains 0x20.
+func foldWord(w uint64) uint64 {
+	h := w & bytes7f
+	ge := h + (0x80-'A')*bytes01 // the high bit of bytes from 'A'
+	gt := h + (0x80-'Z'-1)*bytes01
+	return w | (ge&^gt&^w&bytes80)>>2
+}
+
+// equalFold reports whether a, a fold key, equals b in ASCII case.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	i := 0
+	for ; i+8 <= len(a); i += 8 {
+		if load64(a[i:]) != foldWord(load64(b[i:])) {
+			return false
+		}
+	}
+	for ; i < len(a); i++ {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if a[i] != c {
+			return false
+		}
+	}
+	return true
 }
 
 // dirWordsAt returns the words of the directory p[:j] (strTable): its
@@ -55,10 +104,11 @@ func shortDirWords(p string, j int) (a, b uint64) {
 // ("/srv/projects/team-537").
 func dirHash(a uint64, j int) uint64 { return mix(a^0xa0761d6478bd642f, uint64(j)^0xe7037ed1a0b428db) }
 
-// add lists r, a rule for capabilities of kind k, under dir.
-func (x *pathIndex) add(dir string, r *rule, k capability.Kind) {
+// add lists r, a rule for capabilities of kind k, under dir, as found by
+// the matchers d.
+func (x *pathIndex) add(dir string, r *rule, k capability.Kind, d done) {
 	if dir == "/" {
-		x.root = appendOnce(x.root, r, k, donePath)
+		x.root = appendOnce(x.root, r, k, d)
 		return
 	}
 	wa, wb := dirWordsAt(dir, len(dir))
@@ -66,7 +116,7 @@ func (x *pathIndex) add(dir string, r *rule, k capability.Kind) {
 	if i == len(x.rules) {
 		x.rules = append(x.rules, nil)
 	}
-	x.rules[i] = appendOnce(x.rules[i], r, k, donePath)
+	x.rules[i] = appendOnce(x.rules[i], r, k, d)
 	b := endBit(len(dir), dir[len(dir)-1])
 	x.ends[b/64] |= 1 << (b % 64)
 	x.maxLen = max(x.maxLen, len(dir))
@@ -119,12 +169,12 @@ func wordAt(p string, i int) uint64 {
 }
 
 // scanPath reads p eight bytes at a time and returns the slashes of its
-// first 64 bytes as bits (bit j for p[j]), and whether the bits are exact
+// first 64 bytes as bits (bit j for p[j]), whether the bits are exact
 // and p has no NUL and no slash or dot after a slash: no component that
-// may be empty, "." or "..". It calls nothing (but for a path of fewer
+// may be empty, "." or "..", and whether p is ASCII. It calls nothing (but for a path of fewer
 // than eight bytes), so that its loop keeps its values in registers.
-func scanPath(p string) (found uint64, plain bool) {
-	var odd uint64
+func scanPath(p string) (found uint64, plain, ascii bool) {
+	var odd, hi uint64
 	// Words seven bytes apart overlap by a byte, so that every pair of
 	// bytes is in one word. The word at i notes its slashes at bit i:
 	// at = 1 << i, which the shifts drop past bit 63.
@@ -133,6 +183,7 @@ func scanPath(p string) (found uint64, plain bool) {
 		w := load64(q)
 		s := slashesOf(w)
 		odd |= (w-bytes01)&^w | s&(s<<8)
+		hi |= w
 		found |= packBits(s) * at
 	}
 	if len(q) > 1 || len(p) < 8 {
@@ -147,11 +198,12 @@ func scanPath(p string) (found uint64, plain bool) {
 		}
 		s := slashesOf(w)
 		odd |= (w-bytes01)&^w | s&(s<<8)
+		hi |= w
 		if i < 64 {
 			found |= packBits(s) << i
 		}
 	}
-	return found, odd&bytes80 == 0
+	return found, odd&bytes80 == 0, hi&bytes80 == 0
 }
 
 // walk considers the rules of the directories e.cap.Path is under, and
@@ -165,18 +217,30 @@ func scanPath(p string) (found uint64, plain bool) {
 // (through a filter, then the table), and the whole path. A path with a
 // NUL, or a slash or a dot after a slash, goes to walkExact instead.
 func (x *pathIndex) walk(e *evaluator) bool {
-	p := e.cap.Path
+	p := e.path.key
 	n := len(p)
 	if n == 0 || p[0] != '/' {
 		return false
 	}
-	if len(x.root) > 0 {
-		e.considerAll(x.root, donePath)
-	}
 	if n == 1 {
+		if len(x.root) > 0 {
+			e.considerAll(x.root, x.done())
+		}
 		return true
 	}
-	found, plain := scanPath(p)
+	found, plain, ascii := scanPath(p)
+	if !ascii && !e.path.formed {
+		// Other spellings of the path may be other bytes: walk its
+		// forms (formsOf) instead. An ASCII path is its own.
+		var ok bool
+		if e.path, ok = formsOf(p, false); !ok {
+			return false
+		}
+		return x.walk(e)
+	}
+	if len(x.root) > 0 {
+		e.considerAll(x.root, x.done())
+	}
 	if !plain || p[n-1] == '/' {
 		return x.walkExact(e, p)
 	}
@@ -264,6 +328,10 @@ func (x *pathIndex) visit(e *evaluator, p string, j int) {
 	if t.slots == nil {
 		return
 	}
+	if x.fold {
+		x.visitFold(e, p, j, foldWord(a), foldWord(b))
+		return
+	}
 	for k := dirHash(a, j) & t.mask; ; k = (k + 1) & t.mask {
 		s := &t.slots[k]
 		if s.val == 0 {
@@ -272,6 +340,22 @@ func (x *pathIndex) visit(e *evaluator, p string, j int) {
 		if s.a == a && s.b == b && len(s.key) == j &&
 			(j <= 16 || j <= 24 && load64(s.key[8:]) == load64(p[8:]) || j > 24 && s.key == p[:j]) {
 			e.considerAll(x.rules[s.val-1], donePath)
+			return
+		}
+	}
+}
+
+// visitFold is visit in an index of fold keys, with the words a and b of
+// p[:j] folded: the rest of p is compared in ASCII case.
+func (x *pathIndex) visitFold(e *evaluator, p string, j int, a, b uint64) {
+	t := &x.dirs
+	for k := dirHash(a, j) & t.mask; ; k = (k + 1) & t.mask {
+		s := &t.slots[k]
+		if s.val == 0 {
+			return
+		}
+		if s.a == a && s.b == b && len(s.key) == j && (j <= 16 || equalFold(s.key, p[:j])) {
+			e.considerAll(x.rules[s.val-1], 0)
 			return
 		}
 	}

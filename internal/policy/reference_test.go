@@ -1,7 +1,10 @@
 package policy
 
 import (
+	"unicode/utf8"
+
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"golang.org/x/text/unicode/norm"
 )
 
 // referenceDecide is the naive reference for Decide: it scans every rule
@@ -58,7 +61,7 @@ func referenceDecide(s *Set, req *Request) outcome {
 	note(eff, would, wouldBy)
 	for i := range req.Caps {
 		c := &req.Caps[i]
-		if !validCap(c) {
+		if !validCap(c) || !refFormsOK(c, req.FoldCase) {
 			o.Effect, o.Would = Deny, Deny
 			o.Caps = append(o.Caps, "!")
 			continue
@@ -91,10 +94,56 @@ func refMatches(r *rule, req *Request, c *capability.Capability, vars **celVars)
 	if (c == nil) != (r.kinds == 0) || !refCallScalars(r, req) || !r.callLists(req) {
 		return false, nil
 	}
-	if c != nil && !r.matchCap(c, 0) {
-		return false, nil
+	if c != nil {
+		// The path the plain way; matchCap checks the rest.
+		isFS := c.Kind == capability.FSRead || c.Kind == capability.FSWrite
+		if isFS && r.kinds.has(c.Kind) && r.paths != nil && !refPathOK(r, c.Path, req.FoldCase) {
+			return false, nil
+		}
+		if !r.matchCap(c, nil, donePath) {
+			return false, nil
+		}
 	}
 	return r.cond(req, c, vars)
+}
+
+// refPathOK is rule.pathOK from the definitions: NFC forms compared, and
+// on a case-insensitive volume fold keys for a deny and ASCII lower case
+// for a grant.
+func refPathOK(r *rule, p string, fold bool) bool {
+	if !utf8.ValidString(p) {
+		return false
+	}
+	n := norm.NFC.String(p)
+	for _, d := range r.paths {
+		switch {
+		case !fold:
+			if capability.PathUnder(n, d) {
+				return true
+			}
+		case r.grants():
+			if capability.PathUnder(refLower(n), refLower(d)) {
+				return true
+			}
+		default:
+			k, ok := capability.FoldPath(n)
+			dk, _ := capability.FoldPath(d)
+			if ok && capability.PathUnder(k, dk) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func refLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
 }
 
 func refCallScalars(r *rule, req *Request) bool {
@@ -126,4 +175,20 @@ func refCallScalars(r *rule, req *Request) bool {
 		tier = capability.TierMutating
 	}
 	return r.tiers == 0 || r.tiers&(1<<tier) != 0
+}
+
+// refFormsOK reports whether an fs capability's path has the forms rules
+// match: it is text, and on a case-insensitive volume it has a fold key.
+func refFormsOK(c *capability.Capability, fold bool) bool {
+	if c.Kind != capability.FSRead && c.Kind != capability.FSWrite {
+		return true
+	}
+	if !utf8.ValidString(c.Path) {
+		return false
+	}
+	if fold {
+		_, ok := capability.FoldPath(c.Path)
+		return ok
+	}
+	return true
 }

@@ -59,13 +59,16 @@ type rule struct {
 	role       nameKey // the one role, if the rule names one of up to 16 bytes
 
 	// Capability matchers. kinds is zero for an action rule.
-	paths    []string
-	hasHosts bool
-	hosts    hostMatcher
-	ports    []portRange
-	schemes  []string
-	programs globs
-	idKinds  []string
+	paths []string // in NFC
+	// foldPaths are the fold keys of paths (capability.FoldPath), which
+	// a deny rule matches by on a case-insensitive volume.
+	foldPaths []string
+	hasHosts  bool
+	hosts     hostMatcher
+	ports     []portRange
+	schemes   []string
+	programs  globs
+	idKinds   []string
 
 	when *condition
 	info *Rule
@@ -292,14 +295,15 @@ func anyRole(want, have []string) bool {
 }
 
 // matchCap reports whether the capability matchers match c, which MUST be
-// valid (validCap), skipping those the index checked (d).
-func (r *rule) matchCap(c *capability.Capability, d done) bool {
+// valid (validCap), skipping those the index checked (d). f holds the
+// forms of the path of an fs capability (formsOf).
+func (r *rule) matchCap(c *capability.Capability, f *pathForms, d done) bool {
 	if !r.kinds.has(c.Kind) {
 		return false
 	}
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
-		if r.paths != nil && d&donePath == 0 && !anyPathUnder(c.Path, r.paths) {
+		if r.paths != nil && d&donePath == 0 && !r.pathOK(f) {
 			return false
 		}
 	case capability.NetConnect:
@@ -343,6 +347,21 @@ func (r *rule) schemeOK(c *capability.Capability) bool {
 	return slices.Contains(r.schemes, c.Scheme)
 }
 
+// pathOK checks the path_under matcher, which the rule MUST have. On a
+// case-insensitive volume a deny meets every case variant its fold key
+// does, and a grant only ASCII case variants: the one folding every such
+// volume shares, so that a grant never reaches a name a volume may hold
+// as another file (ß and ss, say).
+func (r *rule) pathOK(f *pathForms) bool {
+	switch {
+	case !f.fold:
+		return anyPathUnder(f.nfc, r.paths)
+	case r.grants():
+		return anyPathUnderFold(f.nfc, r.paths)
+	}
+	return anyPathUnderFold(f.key, r.foldPaths)
+}
+
 func anyPathUnder(p string, dirs []string) bool {
 	for _, d := range dirs {
 		if capability.PathUnder(p, d) {
@@ -350,6 +369,49 @@ func anyPathUnder(p string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+func anyPathUnderFold(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if capability.PathUnderFold(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathForms is the path of an fs capability in the forms rules match.
+type pathForms struct {
+	// nfc is the path in NFC: what every rule matches on a
+	// case-sensitive volume, and rules that grant on the others.
+	nfc string
+	// key is what the path index walks: nfc; on a case-insensitive
+	// volume, its fold key, or the ASCII path itself, which the fold
+	// index folds as it reads.
+	key  string
+	fold bool
+	// formed is set by formsOf; an ASCII path needs no forms, and the
+	// path index walks it as it is (pathIndex.walk).
+	formed bool
+}
+
+// formsOf returns the forms of the path p, and false if it has none (it
+// is not valid UTF-8, or a name folds to nothing): such a capability is
+// invalid. An ASCII path is its own forms, found without allocating.
+func formsOf(p string, fold bool) (f pathForms, ok bool) {
+	f.fold, f.formed = fold, true
+	if capability.IsASCII(p) {
+		f.nfc, f.key = p, p
+		return f, true
+	}
+	if f.nfc, ok = capability.NormPath(p); !ok {
+		return f, false
+	}
+	f.key = f.nfc
+	if fold {
+		f.key, ok = capability.FoldPath(f.nfc)
+	}
+	return f, ok
 }
 
 func inPorts(p uint16, ranges []portRange) bool {
@@ -445,8 +507,17 @@ func (r *rule) matches(req *Request, c *capability.Capability, vars **celVars) (
 		if r.kinds != 0 || !r.callScalars(req) || !r.callLists(req) {
 			return false, nil
 		}
-	} else if !r.kinds.has(c.Kind) || !r.callScalars(req) || !r.matchCap(c, 0) || !r.callLists(req) {
-		return false, nil
+	} else {
+		var f pathForms
+		if c.Kind == capability.FSRead || c.Kind == capability.FSWrite {
+			var ok bool
+			if f, ok = formsOf(c.Path, req.FoldCase); !ok {
+				return false, nil
+			}
+		}
+		if !r.kinds.has(c.Kind) || !r.callScalars(req) || !r.matchCap(c, &f, 0) || !r.callLists(req) {
+			return false, nil
+		}
 	}
 	return r.cond(req, c, vars)
 }
@@ -535,7 +606,7 @@ func (e *evaluator) matchNeeded(c *cand, d done, n need) bool {
 	r := c.r
 	if n&needRole != 0 && !e.hasRole(r) ||
 		n&needRoles != 0 && !anyRole(r.roles, e.req.Roles) ||
-		n&needCap != 0 && !r.matchCap(e.cap, d) ||
+		n&needCap != 0 && !r.matchCap(e.cap, &e.path, d) ||
 		n&needPort != 0 && !r.portOK(e.cap) ||
 		n&needScheme != 0 && !r.schemeOK(e.cap) ||
 		n&needLists != 0 && !r.callListsExcept(e.req, d) {
