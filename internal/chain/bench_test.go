@@ -234,3 +234,47 @@ func benchAppend(b *testing.B, dir string, appenders int, wrap func(segmentFile)
 	b.ReportMetric(float64(el.Microseconds())/float64(st.Batches), "µs/round")
 	b.ReportMetric(cpuPer/float64(st.Entries)/1e3, "cpu-µs/entry")
 }
+
+// BenchmarkOpen opens (and closes) a chain whose last segment holds about
+// 1 MiB and one whose last segment holds about 64 MiB, in turn in each
+// round, so both see the same machine, and reports each Open's time and
+// their ratio (x-64MiB/1MiB): start-up must not grow with the size of the
+// last segment (what aegis run does first is open its lane).
+func BenchmarkOpen(b *testing.B) {
+	const perEntry = 900 // bytes of a benchEntry line, about
+	sizes := []struct {
+		name string
+		n    int
+	}{{"1MiB", 1 << 20 / perEntry}, {"64MiB", 64 << 20 / perEntry}}
+	dirs := make([]string, len(sizes))
+	for i, s := range sizes {
+		dir, p := writeBenchChain(b, s.n, 64)
+		installKeyFast(b, dir, p)
+		dirs[i] = dir
+	}
+	open := func(dir string) time.Duration {
+		t0 := time.Now()
+		l, err := Open(dir, &Options{Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	for _, dir := range dirs {
+		open(dir) // warm the page cache
+	}
+	took := make([]time.Duration, len(sizes))
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, dir := range dirs {
+			took[i] += open(dir)
+		}
+	}
+	for i, s := range sizes {
+		b.ReportMetric(float64(took[i].Microseconds())/float64(b.N), "µs/open-"+s.name)
+	}
+	b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "x-64MiB/1MiB")
+}

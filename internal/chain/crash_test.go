@@ -206,7 +206,7 @@ type noSyncFile struct{ segmentFile }
 
 func (noSyncFile) Sync() error { return nil }
 
-func installKeyFast(t *testing.T, dir string, p *picture) {
+func installKeyFast(t testing.TB, dir string, p *picture) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, PublicKeyFile), MarshalPublicKey(p.pub), 0o644); err != nil {
 		t.Fatal(err)
