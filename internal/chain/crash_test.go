@@ -166,7 +166,7 @@ func TestTruncateEveryOffsetAcks(t *testing.T) {
 
 // writeLastSegment lays p out in a directory and returns it, its last
 // segment and that segment's bytes.
-func writeLastSegment(t *testing.T, p *picture) (string, segment, []byte) {
+func writeLastSegment(t testing.TB, p *picture) (string, segment, []byte) {
 	t.Helper()
 	full := p.write()
 	segs, err := listSegments(full)
@@ -184,7 +184,7 @@ func writeLastSegment(t *testing.T, p *picture) (string, segment, []byte) {
 // memTempDir returns a temporary directory in memory (/dev/shm) where
 // there is one: the offset tests check recovery logic, thousands of times,
 // and need not wait for a disk.
-func memTempDir(t *testing.T) string {
+func memTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("/dev/shm", "chaintest")
 	if err != nil {
