@@ -52,8 +52,7 @@ func writeBenchChain(b *testing.B, n, batch int) (string, *picture) {
 	prev, seq := p.prev, p.next
 	reqs := make([]*request, 0, batch)
 	flush := func() {
-		var res []result
-		out, res, prev, seq = appendBatch(out, res, p.priv, prev, seq, reqs)
+		out, _, prev, seq = appendBatch(out, nil, p.priv, prev, seq, reqs)
 		reqs = reqs[:0]
 	}
 	for i := range n - 1 {
