@@ -2,6 +2,7 @@ package chain
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -35,7 +36,9 @@ type tailMark struct {
 // segment without a checkpoint line is read to its start. It tells lines
 // apart by their newlines and by how they start, as a forward reader does
 // (SPEC.md, "Files"); whether they are what they look like is for the
-// walk from the mark to check. A segment shorter than size is an error.
+// walk from the mark to check. A segment shorter than size is an error,
+// and so is a line it reads back over that is longer than maxLine
+// (errLongLine).
 func tailStart(r io.ReaderAt, size int64, window int) (tailMark, error) {
 	if window <= 0 {
 		window = tailWindow
@@ -93,19 +96,36 @@ type backReader struct {
 	off    int64
 }
 
+// errLongLine is tailStart's error for a line longer than a chain line
+// may be (maxLine): no writer makes one, and the walk of the whole segment
+// reports it where it starts.
+var errLongLine = errors.New("chain: a line longer than a chain line may be")
+
 // lastNewline returns the offset of the last newline before pos, or -1
-// when there is none.
+// when there is none. The bytes between are a line: when they are more
+// than maxLine, it returns errLongLine, having read about maxLine of them.
 func (b *backReader) lastNewline(pos int64) (int64, error) {
+	end := pos
 	for pos > 0 {
+		if end-pos > int64(maxLine) {
+			return 0, errLongLine
+		}
 		if pos <= b.off || pos > b.off+int64(len(b.buf)) {
 			if err := b.load(pos); err != nil {
 				return 0, err
 			}
 		}
 		if i := bytes.LastIndexByte(b.buf[:pos-b.off], '\n'); i >= 0 {
-			return b.off + int64(i), nil
+			nl := b.off + int64(i)
+			if end-nl-1 > int64(maxLine) {
+				return 0, errLongLine
+			}
+			return nl, nil
 		}
 		pos = b.off
+	}
+	if end > int64(maxLine) {
+		return 0, errLongLine
 	}
 	return -1, nil
 }

@@ -2,7 +2,9 @@ package chain
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 )
@@ -117,6 +119,48 @@ func TestTailStartShortRead(t *testing.T) {
 	if _, err := tailStart(strings.NewReader(data), int64(len(data))+10, 0); err == nil {
 		t.Fatal("tailStart of a segment shorter than its size = nil error")
 	}
+}
+
+// TestTailStartLongLine: a line longer than a chain line may be, torn at
+// the end or whole before the checkpoint, stops tailStart after about
+// maxLine bytes, as it stops a forward reader (the walk of the whole
+// segment then reports it), however long the line is.
+func TestTailStartLongLine(t *testing.T) {
+	defer func(m int) { maxLine = m }(maxLine)
+	maxLine = 100
+	for _, tt := range []struct {
+		name string
+		data string
+	}{
+		{"torn", tE + "\n" + tK + "\n" + strings.Repeat("x", 10_000)},
+		{"after the checkpoint", tE + "\n" + tK + "\n" + strings.Repeat("x", 10_000) + "\n"},
+		{"before the checkpoint", strings.Repeat("x", 10_000) + "\n" + tK + "\n"},
+	} {
+		for _, window := range []int{7, 64, 0} {
+			t.Run(fmt.Sprintf("%s/window=%d", tt.name, window), func(t *testing.T) {
+				r := &countingReader{r: strings.NewReader(tt.data)}
+				m, err := tailStart(r, int64(len(tt.data)), window)
+				if !errors.Is(err, errLongLine) {
+					t.Fatalf("tailStart = %+v, %v; want errLongLine", m, err)
+				}
+				if limit := int64(maxLine + 1 + max(window, tailWindow) + len(checkpointPrefix)); r.n > limit {
+					t.Errorf("read %d bytes of a %d-byte segment; want at most %d", r.n, len(tt.data), limit)
+				}
+			})
+		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n += int64(n)
+	return n, err
 }
 
 // FuzzTailStart checks tailStart against refTailStart on any bytes, with
