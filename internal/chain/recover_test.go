@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,4 +209,74 @@ func FuzzOpenTail(f *testing.F) {
 		seg := append(bytes.Clone(data[:min(int(cut), len(data))]), extra...)
 		compareTail(t, dir, p, last, seg)
 	})
+}
+
+// TestOpenLargeSegment: on a last segment of many blocks, Open reads the
+// tail alone and recovers as a walk of the whole segment would, with a
+// window shorter than a line too.
+func TestOpenLargeSegment(t *testing.T) {
+	defer func(w int) { tailWindow = w }(tailWindow)
+	var spec strings.Builder
+	spec.WriteString("G")
+	for b := range 40 {
+		spec.WriteString(" ->")
+		for i := range 50 {
+			fmt.Fprintf(&spec, " L%d", b*50+i)
+		}
+	}
+	tests := []struct {
+		name  string
+		tail  string // drawn after spec
+		alter func(p *picture)
+		next  uint64
+	}{
+		{name: "signed", alter: func(p *picture) {}, next: 2002},
+		{name: "acked tail", tail: " -> X Y ack", alter: func(p *picture) {}, next: 2004},
+		{name: "acked tail, torn checkpoint", tail: " -> X Y ack ck", alter: func(p *picture) {
+			l := &p.segs[0][len(p.segs[0])-1]
+			*l = (*l)[:70]
+		}, next: 2004},
+		{name: "acked, then an unacked batch, torn", tail: " -> X Y ack Z ack", alter: func(p *picture) {
+			p.segs[0] = append(p.segs[0][:len(p.segs[0])-1], `{"args_hash":"0`)
+		}, next: 2004},
+	}
+	for _, window := range []int{64, 16 << 10} {
+		tailWindow = window
+		for _, tt := range tests {
+			t.Run(fmt.Sprintf("%s/window=%d", tt.name, window), func(t *testing.T) {
+				p := draw(t, spec.String()+tt.tail)
+				tt.alter(p)
+				dir := p.write()
+				installKeyFast(t, dir, p)
+				segs, err := listSegments(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi, err := os.Stat(segs[0].path); err != nil || fi.Size() < int64(2*blockSize) {
+					t.Fatalf("the segment is not large: %v, %v", fi.Size(), err)
+				}
+				l := &Log{pub: p.pub}
+				whole, werr := walkWhole(l, segs[0])
+				tail, terr := l.walkTail(segs[0])
+				if werr != nil || terr != nil || !sameRecovery(whole, tail) {
+					t.Fatalf("whole %+v, %v; tail %+v, %v", whole, werr, tail, terr)
+				}
+				if tail.entries > 4 {
+					t.Errorf("the tail's walk read %d entries; want the one the last checkpoint signs and the few after", tail.entries)
+				}
+				lg, err := Open(dir, &Options{Logger: quiet, wrap: noSync})
+				if err != nil {
+					t.Fatal(err)
+				}
+				seq, _, err := lg.Append(context.Background(), entryN(0))
+				lg.Close()
+				if err != nil || seq != tt.next {
+					t.Fatalf("Append = %d, %v; want seq %d", seq, err, tt.next)
+				}
+				if rep, err := Verify(dir, p.pub); err != nil || rep.Truncated() || rep.Entries != tt.next {
+					t.Fatalf("Verify = %+v, %v", rep, err)
+				}
+			})
+		}
+	}
 }
