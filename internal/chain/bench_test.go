@@ -2,10 +2,12 @@ package chain
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,8 +52,7 @@ func writeBenchChain(b *testing.B, n, batch int) (string, *picture) {
 	prev, seq := p.prev, p.next
 	reqs := make([]*request, 0, batch)
 	flush := func() {
-		var res []result
-		out, res, prev, seq = appendBatch(out, res, p.priv, prev, seq, reqs)
+		out, _, prev, seq = appendBatch(out, nil, p.priv, prev, seq, reqs)
 		reqs = reqs[:0]
 	}
 	for i := range n - 1 {
@@ -233,4 +234,82 @@ func benchAppend(b *testing.B, dir string, appenders int, wrap func(segmentFile)
 	b.ReportMetric(float64(st.SyncTime.Microseconds())/float64(st.Batches), "µs/fsync")
 	b.ReportMetric(float64(el.Microseconds())/float64(st.Batches), "µs/round")
 	b.ReportMetric(cpuPer/float64(st.Entries)/1e3, "cpu-µs/entry")
+}
+
+// BenchmarkOpen opens (and closes) a chain whose last segment holds about
+// 1 MiB and one whose last segment holds about 64 MiB, in turn in each
+// round, so both see the same machine, and reports each Open's time and
+// their ratio (x-64MiB/1MiB): start-up must not grow with the size of the
+// last segment (what aegis run does first is open its lane). Between the
+// Opens, off the timer, it times the walk of each whole last segment that
+// Open's recovery did before it read only the tail (µs/whole-…,
+// x-whole-64MiB/1MiB): the figures of before, in the same run.
+func BenchmarkOpen(b *testing.B) {
+	const perEntry = 1000 // bytes of a benchEntry line with its share of checkpoints, about
+	sizes := []struct {
+		name string
+		n    int
+	}{{"1MiB", 1 << 20 / perEntry}, {"64MiB", 64 << 20 / perEntry}}
+	dirs := make([]string, len(sizes))
+	mib := make([]float64, len(sizes))
+	var pub ed25519.PublicKey
+	for i, s := range sizes {
+		dir, p := writeBenchChain(b, s.n, 64)
+		installKeyFast(b, dir, p)
+		fi, err := os.Stat(filepath.Join(dir, segmentName(1)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		mib[i] = float64(fi.Size()) / (1 << 20)
+		dirs[i], pub = dir, p.pub
+	}
+	open := func(dir string) time.Duration {
+		t0 := time.Now()
+		l, err := Open(dir, &Options{Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	whole := func(dir string) time.Duration {
+		t0 := time.Now()
+		s := segment{first: 1, name: segmentName(1), path: filepath.Join(dir, segmentName(1))}
+		if _, err := walkWhole(&Log{pub: pub}, s); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	for _, dir := range dirs {
+		open(dir) // warm the page cache
+	}
+	took := make([]time.Duration, len(sizes))
+	tookWhole := make([]time.Duration, len(sizes))
+	b.ReportAllocs()
+	round := 0
+	for b.Loop() {
+		// In turn, each first every other round, so that neither pays
+		// more for what the round before left (its garbage, the caches).
+		for k := range dirs {
+			i := (k + round) % len(dirs)
+			took[i] += open(dirs[i])
+		}
+		b.StopTimer()
+		for k := range dirs {
+			i := (k + round) % len(dirs)
+			tookWhole[i] += whole(dirs[i])
+		}
+		runtime.GC()
+		round++
+		b.StartTimer()
+	}
+	for i, s := range sizes {
+		b.ReportMetric(mib[i], "MiB-"+s.name)
+		b.ReportMetric(float64(took[i].Microseconds())/float64(b.N), "µs/open-"+s.name)
+		b.ReportMetric(float64(tookWhole[i].Microseconds())/float64(b.N), "µs/whole-"+s.name)
+	}
+	b.ReportMetric(took[1].Seconds()/took[0].Seconds(), "x-64MiB/1MiB")
+	b.ReportMetric(tookWhole[1].Seconds()/tookWhole[0].Seconds(), "x-whole-64MiB/1MiB")
 }

@@ -166,7 +166,7 @@ func TestTruncateEveryOffsetAcks(t *testing.T) {
 
 // writeLastSegment lays p out in a directory and returns it, its last
 // segment and that segment's bytes.
-func writeLastSegment(t *testing.T, p *picture) (string, segment, []byte) {
+func writeLastSegment(t testing.TB, p *picture) (string, segment, []byte) {
 	t.Helper()
 	full := p.write()
 	segs, err := listSegments(full)
@@ -184,7 +184,7 @@ func writeLastSegment(t *testing.T, p *picture) (string, segment, []byte) {
 // memTempDir returns a temporary directory in memory (/dev/shm) where
 // there is one: the offset tests check recovery logic, thousands of times,
 // and need not wait for a disk.
-func memTempDir(t *testing.T) string {
+func memTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("/dev/shm", "chaintest")
 	if err != nil {
@@ -206,7 +206,7 @@ type noSyncFile struct{ segmentFile }
 
 func (noSyncFile) Sync() error { return nil }
 
-func installKeyFast(t *testing.T, dir string, p *picture) {
+func installKeyFast(t testing.TB, dir string, p *picture) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, PublicKeyFile), MarshalPublicKey(p.pub), 0o644); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,9 @@
 // again, which signs it first. What is not: an entry whose Append returned an error or
 // had not returned when the process or machine stopped; Open cuts such
 // entries off if they reached the disk. After a write or fsync error the Log
-// refuses every further Append until it is reopened.
+// refuses every further Append until it is reopened. Open reads only the
+// end of the chain, from the entry the last checkpoint signs: its time
+// does not grow with the chain, and the rest is [Verify]'s to check.
 //
 // # Lanes
 //

@@ -129,14 +129,20 @@ var requests = sync.Pool{New: func() any { return new(request) }}
 // this process or another, holds dir, Open fails with an error that is
 // [ErrInUse].
 //
-// Open recovers from a crash: it verifies the last segment, keeps and signs
-// the entries up to its last ack line (acknowledged, not yet signed) and
-// cuts off what follows (a torn line, and entries whose batch never
-// completed: none of them was acknowledged). An entry whose Append failed
-// at its fsync may be kept too, when its ack reached the disk anyway: the
-// record errs on the side of keeping a decision. If the last segment is
-// broken in the middle, Open returns the *BreakError and does not append to
-// a chain it cannot extend honestly. opts may be nil.
+// Open recovers from a crash: it verifies the end of the last segment, keeps
+// and signs the entries up to its last ack line (acknowledged, not yet
+// signed) and cuts off what follows (a torn line, and entries whose batch
+// never completed: none of them was acknowledged). An entry whose Append
+// failed at its fsync may be kept too, when its ack reached the disk
+// anyway: the record errs on the side of keeping a decision. If what it
+// reads is broken, Open returns the *BreakError and does not append to a
+// chain it cannot extend honestly. opts may be nil.
+//
+// Open reads the last segment from the entry its last checkpoint signs,
+// so its time does not grow with the segment: the signature vouches for
+// the entries before that one, through the links. An entry altered before
+// it is not seen by Open, which appends after the checkpoint and leaves
+// the alteration where [Verify] finds it.
 func Open(dir string, opts *Options) (*Log, error) {
 	if opts == nil {
 		opts = &Options{}

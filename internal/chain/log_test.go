@@ -402,7 +402,9 @@ func TestOpenRefusesBrokenTail(t *testing.T) {
 		{name: "torn last entry", alter: func(p *picture) { p.remove("C", true); l := p.line("C", false); *l = (*l)[:20] }, next: 4},
 		{name: "unsigned last entry", alter: func(p *picture) { p.remove("C", true) }, next: 4},
 		{name: "torn checkpoint", alter: func(p *picture) { l := p.line("C", true); *l = (*l)[:len(*l)-1] }, next: 4},
-		{name: "edited B", alter: func(p *picture) { p.edit("B", false, func(e *record.Entry) { e.Reason = "x" }) }, want: BreakHash},
+		// Open reads from the entry the last checkpoint signs (C): an
+		// edit before it, of B, is Verify's to find (TestOpenReadsTheTail).
+		{name: "edited C", alter: func(p *picture) { p.edit("C", false, func(e *record.Entry) { e.Reason = "x" }) }, want: BreakHash},
 		{name: "garbage line at the end", alter: func(p *picture) { *p.line("C", true) += "garbage\n" }, want: BreakMalformed},
 		{name: "last checkpoint by another key", alter: func(p *picture) { _, k := testKey(t, 5); p.resign("C", k) }, want: BreakSignature},
 		{name: "last signature flipped", alter: func(p *picture) { flipSig(p.line("C", true)) }, want: BreakSignature},

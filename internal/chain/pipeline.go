@@ -131,7 +131,14 @@ func (p *pipeline) read() {
 			fail(fmt.Errorf("chain: reading segment: %w", err))
 			return
 		}
-		var base int64
+		base := p.segs[si].from
+		if base > 0 {
+			if _, err := f.Seek(base, io.SeekStart); err != nil {
+				f.Close()
+				fail(fmt.Errorf("chain: reading segment: %w", err))
+				return
+			}
+		}
 		carry = carry[:0]
 		first := true
 		for {

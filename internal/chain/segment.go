@@ -30,6 +30,10 @@ type segment struct {
 	first uint64 // seq of its first entry, from the name
 	name  string
 	path  string
+	// from is the offset a walk starts reading it at: 0, or, for
+	// recovery, where its tail starts (tailStart). first is then the seq
+	// of the entry there.
+	from int64
 }
 
 func segmentName(first uint64) string {
