@@ -125,6 +125,12 @@ func fsCalls(home string) []fsCall {
 		{name: "write_file through the directory symlink", tool: "write_file", args: map[string]any{"path": h("projects/link/authorized_keys"), "content": "ssh-ed25519 AAAA e2e-attacker\n"}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh/authorized_keys")}},
 		{name: "move_file from the projects into ~/.ssh", tool: "move_file", args: map[string]any{"source": h("projects/notes.txt"), "destination": h(".ssh/notes.txt")}, want: record.Deny, rule: "no-secrets", paths: []string{h(".ssh/notes.txt")}},
 		{name: "read_text_file outside the projects", tool: "read_text_file", args: map[string]any{"path": h("other.txt")}, want: record.Deny, paths: []string{h("other.txt")}, flips: true},
+		// Relative paths, which the server resolves against its allowed
+		// directory (the home, its command-line argument): so does aegis.
+		{name: "read_text_file of a relative path in the projects", tool: "read_text_file", args: map[string]any{"path": "projects/notes.txt"}, want: record.Allow, rule: "read-projects", paths: []string{h("projects/notes.txt")}, contains: allowedText},
+		{name: "read_text_file of the key by a relative path", tool: "read_text_file", args: map[string]any{"path": ".ssh/id_rsa"}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_text_file of the key by a relative path with ..", tool: "read_text_file", args: map[string]any{"path": "projects/../.ssh/id_rsa"}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
+		{name: "read_media_file of the key by ./", tool: "read_media_file", args: map[string]any{"path": "./.ssh/id_rsa"}, want: record.Deny, rule: "no-secrets", paths: []string{key}, flips: true},
 	}
 }
 

@@ -67,10 +67,6 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	eng, err := cfg.Engine()
-	if err != nil {
-		return err
-	}
 	if cfg.HomeDefaulted {
 		// "~" in the policy and in arguments is this home: a server run
 		// as another user, or for another home, needs home: set.
@@ -82,6 +78,15 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return usageError(stderr, "the configuration has %d servers: say which one this is with --server", len(cfg.Servers))
 		}
 		name = cfg.Servers[0].Name
+	}
+	// A server that takes its allowed directories on its command line
+	// resolves relative paths against them: so does aegis.
+	if wd, err := os.Getwd(); err == nil {
+		cfg.ServerArgs(name, fs.Args(), wd)
+	}
+	eng, err := cfg.Engine()
+	if err != nil {
+		return err
 	}
 	if eng.Server(name) == nil {
 		return fmt.Errorf("%s: no server %q in the configuration", *cfgPath, name)

@@ -20,6 +20,13 @@ type Semantics struct {
 	// sibling with the same Unicode NFC form. aegis cannot see which sibling
 	// exists, so a path argument not in NFC is refused as ambiguous.
 	NFCEquivalent bool
+	// ArgDirs: the server takes its allowed directories as command-line
+	// arguments (those after ArgDirsAfter, its package or entry point),
+	// and resolves a relative path against them
+	// (capability.PathOptions.Bases) until the client's roots replace
+	// them.
+	ArgDirs      bool
+	ArgDirsAfter string
 }
 
 // Builtin is a curated binding table compiled into aegis for a well-known
@@ -76,8 +83,8 @@ func table(bs ...*Binding) Table {
 // filesystemBuiltin models @modelcontextprotocol/server-filesystem
 // (2026.8.31): every tool it lists, with every capability its effect has
 // (an edit reads and writes; a move reads what it carries). The server expands "~" with its own
-// HOME, resolves a relative path against its allowed directories (aegis does
-// not know them, so a relative path fails closed), follows symbolic links for
+// HOME, resolves a relative path against its allowed directories (its
+// command-line arguments, which `aegis run` sees; Semantics.ArgDirs), follows symbolic links for
 // reads and writes, and matches missing components NFC-equivalently.
 func filesystemBuiltin() *Builtin {
 	r := func(ptr string) Arg { return curatedArg(ptr, capability.FSRead, FormPath) }
@@ -91,7 +98,7 @@ func filesystemBuiltin() *Builtin {
 		Name:        "filesystem",
 		Package:     "@modelcontextprotocol/server-filesystem",
 		Description: "the official MCP filesystem server",
-		Semantics:   Semantics{ExpandHome: true, NFCEquivalent: true},
+		Semantics:   Semantics{ExpandHome: true, NFCEquivalent: true, ArgDirs: true, ArgDirsAfter: "server-filesystem"},
 		Tools: table(
 			&Binding{Tool: "read_file", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "read_text_file", Tier: dr, Args: []Arg{r("/path")}},

@@ -59,6 +59,14 @@ type PathOptions struct {
 	// caller: this package does none. Nil: paths are canonicalised
 	// lexically only.
 	Readlink func(name string) (string, error)
+
+	// Bases, when set, are the directories a relative path is resolved
+	// against, as the reference filesystem server resolves it against its
+	// allowed directories: the first base under which the path, joined to
+	// it and cleaned, stays inside one of the bases; if none, the first
+	// base. Each MUST be absolute and clean. Empty: a relative path is an
+	// error (aegis cannot know what the server resolves it against).
+	Bases []string
 }
 
 // CanonPath returns the canonical absolute form of a path argument, as Linux
@@ -107,7 +115,7 @@ func CanonPath(raw string, o *PathOptions) (string, error) {
 	if o == nil {
 		o = &PathOptions{}
 	}
-	p, err := checkPath(raw, o.Home)
+	p, err := checkPath(raw, o.Home, o.Bases)
 	if err != nil {
 		return "", err
 	}
@@ -139,7 +147,7 @@ func CanonPath(raw string, o *PathOptions) (string, error) {
 
 // checkPath refuses what no canonical form exists for and expands "~". The
 // result is absolute but not clean.
-func checkPath(raw, home string) (string, error) {
+func checkPath(raw, home string, bases []string) (string, error) {
 	plain := asciiNoNUL(raw) // then it has no NUL and is valid UTF-8
 	switch {
 	case raw == "":
@@ -168,9 +176,39 @@ func checkPath(raw, home string) (string, error) {
 		p = path.Clean(home) + "/" + rest
 	}
 	if p[0] != '/' {
-		return "", fmt.Errorf("path %q is not absolute", raw)
+		if len(bases) == 0 {
+			return "", fmt.Errorf("path %q is not absolute", raw)
+		}
+		if isDrivePath(p) {
+			// The server refuses it rather than make C:\x a file name.
+			return "", fmt.Errorf("path %q is a Windows drive path, which the server refuses on a POSIX host", raw)
+		}
+		return againstBases(p, bases), nil
 	}
 	return p, nil
+}
+
+// againstBases resolves the relative path rel as the reference filesystem
+// server does (PathOptions.Bases).
+func againstBases(rel string, bases []string) string {
+	for _, b := range bases {
+		c := path.Join(b, rel)
+		for _, within := range bases {
+			if PathUnder(c, within) {
+				return c
+			}
+		}
+	}
+	return path.Join(bases[0], rel)
+}
+
+// isDrivePath reports whether p starts as a Windows drive path does: a
+// letter, a colon, then a slash, a backslash or nothing.
+func isDrivePath(p string) bool {
+	if len(p) < 2 || p[1] != ':' || !('a' <= p[0]|0x20 && p[0]|0x20 <= 'z') {
+		return false
+	}
+	return len(p) == 2 || p[2] == '/' || p[2] == '\\'
 }
 
 // isClean reports whether the absolute path p is already what path.Clean

@@ -276,6 +276,12 @@ type Relay struct {
 	// CallTimeout is how long a forwarded tools/call may wait for the
 	// server's answer; 0: no limit.
 	CallTimeout time.Duration
+	// ArgDirsAfter, when set, says the server takes its allowed
+	// directories as the command-line arguments after the one that names
+	// ArgDirsAfter (its package or entry point), and resolves relative
+	// paths against them (binding.Semantics.ArgDirs): `aegis run` sets
+	// them as the server's PathOptions.Bases.
+	ArgDirsAfter string
 }
 
 // Bounds of the relay settings: a message cap below 64 KiB would refuse
@@ -501,6 +507,11 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			c.Relay = map[string]Relay{}
 		}
 		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout}
+		if sem.ArgDirs {
+			r := c.Relay[name]
+			r.ArgDirsAfter = sem.ArgDirsAfter
+			c.Relay[name] = r
+		}
 		c.Servers = append(c.Servers, s)
 	}
 	return c, nil
@@ -722,4 +733,61 @@ func dlpConfig(f *fileDLP) (*gateway.DLP, error) {
 		}
 	}
 	return d, nil
+}
+
+// ServerArgs tells the configuration the command line that starts server
+// name (argv, the program first) in the directory cwd. For a server that
+// takes its allowed directories as arguments (Relay.ArgDirsAfter), they
+// become the directories its relative path arguments are resolved
+// against, as the server resolves them (capability.PathOptions.Bases):
+// each argument after the one naming the server, "~" expanded, made
+// absolute against cwd and kept if it is a directory, as the server
+// keeps it. It returns them; none (a relative path stays refused) when
+// the command line names no such argument or one cannot be read.
+func (c *Config) ServerArgs(name string, argv []string, cwd string) []string {
+	after := c.Relay[name].ArgDirsAfter
+	var s *gateway.Server
+	for _, cs := range c.Servers {
+		if cs.Name == name {
+			s = cs
+		}
+	}
+	if after == "" || s == nil {
+		return nil
+	}
+	i := slices.IndexFunc(argv, func(a string) bool { return strings.Contains(a, after) })
+	if i < 0 {
+		return nil
+	}
+	home := s.Options.Path.Home
+	if home == "" {
+		home = c.Home
+	}
+	var bases []string
+	for _, a := range argv[i+1:] {
+		if a == "" {
+			continue
+		}
+		if a == "~" || strings.HasPrefix(a, "~/") {
+			if home == "" {
+				return nil
+			}
+			a = filepath.Join(home, a[1:])
+		}
+		if !filepath.IsAbs(a) {
+			a = filepath.Join(cwd, a)
+		}
+		a = filepath.Clean(a)
+		if st, err := os.Stat(a); err != nil || !st.IsDir() {
+			continue // the server skips it too
+		}
+		bases = append(bases, a)
+		// The server keeps a directory reached through a link in both
+		// forms, the one written first.
+		if r, err := filepath.EvalSymlinks(a); err == nil && r != a {
+			bases = append(bases, r)
+		}
+	}
+	s.Options.Path.Bases = bases
+	return bases
 }

@@ -220,3 +220,56 @@ func TestCaseInsensitive(t *testing.T) {
 		}
 	}
 }
+
+// TestServerArgs: the filesystem server's allowed directories are read
+// from its command line as the server reads them: every argument after
+// the one naming it, "~" expanded, made absolute, kept if a directory,
+// a linked one in both its forms.
+func TestServerArgs(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"home/proj", "work/a"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "work"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	src := "version: 1\nhome: " + filepath.Join(root, "home") + "\npolicy: p.yaml\nservers:\n  fs: {builtin: filesystem}\n  other: {}\n"
+	tests := []struct {
+		name, server string
+		argv         []string
+		want         []string
+	}{
+		{"npx", "fs", []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "~/proj", "a", filepath.Join(root, "file"), filepath.Join(root, "missing"), filepath.Join(root, "link")},
+			[]string{filepath.Join(root, "home/proj"), filepath.Join(root, "work/a"), filepath.Join(root, "link"), filepath.Join(root, "work")}},
+		{"node and the entry point", "fs", []string{"node", "/x/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", root + "/home/proj/"},
+			[]string{filepath.Join(root, "home/proj")}},
+		{"no such argument", "fs", []string{"my-server", root}, nil},
+		{"a server without the semantics", "other", []string{"npx", "@modelcontextprotocol/server-filesystem", root}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse("c.yaml", []byte(src), read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cfg.ServerArgs(tt.server, tt.argv, filepath.Join(root, "work"))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("bases %q, want %q", got, tt.want)
+			}
+			for _, s := range cfg.Servers {
+				if s.Name == tt.server && !slices.Equal(s.Options.Path.Bases, tt.want) {
+					t.Errorf("server's bases %q, want %q", s.Options.Path.Bases, tt.want)
+				}
+			}
+		})
+	}
+}

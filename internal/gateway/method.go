@@ -136,6 +136,9 @@ func (s *Session) request(ctx context.Context, method string, params []byte, fro
 		return Outcome{Effect: policy.Deny}, err
 	}
 	out := Outcome{Effect: v.Effect, Seq: seq}
+	if fromServer && method == "roots/list" && v.Effect == policy.Allow {
+		s.rootsAsked.Store(true)
+	}
 	switch v.Effect {
 	case policy.Allow:
 		out.Forward = true

@@ -164,3 +164,44 @@ func TestRequestResultTaints(t *testing.T) {
 		t.Error("an untrusted method's result did not taint the session")
 	}
 }
+
+// TestRelativePathsAgainstBases: a relative path is resolved against the
+// server's allowed directories, as the server does, and decided like the
+// absolute path it names; once the client was let to answer the server's
+// roots/list, the server's directories are the client's roots, which
+// aegis does not follow, and a relative path is refused.
+func TestRelativePathsAgainstBases(t *testing.T) {
+	s, log := methodSession(t)
+	s.srv.Bindings = binding.Builtins()["filesystem"].Tools
+	s.srv.Options.Path.Bases = []string{"/srv", "/home/u"}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		path  string
+		allow bool
+		cap   string
+	}{
+		{"notes.txt", true, "/srv/notes.txt"},
+		{"../home/u/.ssh/id_rsa", false, "/home/u/.ssh/id_rsa"},
+		{".ssh/id_rsa", true, "/srv/.ssh/id_rsa"}, // under the first directory, which the server picks
+		{"../../etc/passwd", false, "/etc/passwd"},
+	} {
+		out, err := s.Call(ctx, "read_text_file", []byte(`{"path":"`+tt.path+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ent := log.entries[len(log.entries)-1]
+		if out.Forward != tt.allow || len(ent.Caps) != 1 || ent.Caps[0].Path != tt.cap {
+			t.Errorf("%s: forward %v (%s), caps %v; want %v, %s", tt.path, out.Forward, out.Reason, ent.Caps, tt.allow, tt.cap)
+		}
+	}
+	if out, err := s.ServerRequest(ctx, "roots/list", nil); err != nil || !out.Forward {
+		t.Fatalf("roots/list: %+v, %v", out, err)
+	}
+	out, err := s.Call(ctx, "read_text_file", []byte(`{"path":"notes.txt"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Forward || !strings.Contains(out.Reason, "not absolute") {
+		t.Errorf("after roots/list: forward %v, reason %q; want a refusal of the relative path", out.Forward, out.Reason)
+	}
+}

@@ -154,7 +154,13 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		if c.Method == "" {
 			req.Bound, req.Tier = true, b.Tier
 		}
-		caps, err = b.Derive(caps, doc.Root(), &s.Options)
+		opts := &s.Options
+		if c.RootsAsked && len(opts.Path.Bases) > 0 {
+			o := *opts
+			o.Path.Bases = nil // the client's roots replaced them
+			opts = &o
+		}
+		caps, err = b.Derive(caps, doc.Root(), opts)
 		if err != nil {
 			*v = deny(err)
 			v.Bound, v.Tier = true, req.Tier

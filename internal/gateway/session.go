@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -34,6 +35,10 @@ type Session struct {
 
 	mu      sync.Mutex
 	schemas map[pin.Digest][]byte // input schemas by pinned definition
+
+	// rootsAsked is set once the client was let to answer the server's
+	// roots/list (Call.RootsAsked).
+	rootsAsked atomic.Bool
 
 	// mem lends each call's check its storage, taken back when Call
 	// returns: what Call returns is copied out of it.
@@ -194,14 +199,15 @@ func (s *Session) call(tool string, arguments []byte) *Call {
 // only: what a record of its result or its loss names.
 func (s *Session) facts(tool string, arguments []byte) *Call {
 	return &Call{
-		Session:   s.cfg.ID,
-		Principal: s.cfg.Principal,
-		Roles:     s.cfg.Roles,
-		Origin:    s.cfg.Origin,
-		Taint:     s.cfg.Origin == capability.Unattended,
-		Server:    s.cfg.Server,
-		Tool:      tool,
-		Arguments: arguments,
+		RootsAsked: s.rootsAsked.Load(),
+		Session:    s.cfg.ID,
+		Principal:  s.cfg.Principal,
+		Roles:      s.cfg.Roles,
+		Origin:     s.cfg.Origin,
+		Taint:      s.cfg.Origin == capability.Unattended,
+		Server:     s.cfg.Server,
+		Tool:       tool,
+		Arguments:  arguments,
 	}
 }
 

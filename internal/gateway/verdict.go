@@ -44,6 +44,12 @@ type Call struct {
 	Tool   string
 	// Resource says Tool is a URI or URI template, not a name.
 	Resource bool
+	// RootsAsked says the server has asked the client for its roots in
+	// this session: a server whose allowed directories are its roots from
+	// then on resolves relative paths against directories aegis did not
+	// see, so the server's Bases no longer apply and a relative path is
+	// refused.
+	RootsAsked bool
 	// Arguments is the raw JSON arguments object as the model wrote it. It
 	// must not change while Check runs, which reads it in place.
 	Arguments []byte
