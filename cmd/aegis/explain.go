@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/offline"
 )
 
@@ -54,15 +55,25 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "call     %s/%s by %q\n", ev.Server, ev.Tool, ev.Principal)
+	c := ev.Call()
+	fmt.Fprintf(stdout, "call     %s by %q\n", target(ev.Server, c.Method, c.Tool), ev.Principal)
 	if s := eng.Server(ev.Server); s != nil {
-		if b := s.Bindings[ev.Tool]; b != nil {
-			fmt.Fprintf(stdout, "binding  %s\n", b)
-		} else {
+		switch m, decided := gateway.DecidedMethod(c.Method); {
+		case c.Method == "" && s.Bindings[c.Tool] != nil:
+			fmt.Fprintf(stdout, "binding  %s\n", s.Bindings[c.Tool])
+		case c.Method == "":
 			fmt.Fprintf(stdout, "binding  none: the tool is unbound (only rules saying unbound: true allow it)\n")
+		case (c.Method == "prompts/get" || c.Method == "completion/complete" && !c.Resource) && s.Prompts[c.Tool] != nil:
+			fmt.Fprintf(stdout, "binding  prompt %s\n", s.Prompts[c.Tool])
+		case c.Method == "prompts/get" || c.Method == "completion/complete" && !c.Resource:
+			fmt.Fprintf(stdout, "binding  none: the prompt is unbound (only rules saying unbound: true allow it)\n")
+		case decided && !m.FromServer && c.Resource:
+			fmt.Fprintf(stdout, "binding  the resource's URI: a file: URI is an fs.read, a network URI a net.connect\n")
+		case !decided:
+			fmt.Fprintf(stdout, "binding  none: a method aegis does not know (decided as unbound, if the configuration lists it)\n")
 		}
 	}
-	if eng.Server(ev.Server) != nil && !pinsKnown {
+	if eng.Server(ev.Server) != nil && !pinsKnown && c.Method == "" {
 		fmt.Fprintf(stdout, "pins     none: aegis run never listed this server's tools, so the pin and schema steps are skipped\n")
 	}
 	for _, c := range capsJSON(v.Caps) {

@@ -121,14 +121,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, fro
 	if method == "" || method == policy.ToolsCall {
 		return Outcome{Effect: policy.Deny}, errors.New("gateway: Session.Request of tools/call: use Session.Call")
 	}
-	c := s.requestCall(method, params)
-	if m, known := methods[method]; known && m.FromServer != fromServer && c.Refuse == nil {
-		from := "the client"
-		if fromServer {
-			from = "the server"
-		}
-		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q was sent by %s, which never sends it", method, from)}
-	}
+	c := s.requestCall(method, params, fromServer)
 	m := s.mem.Get().(*callMem)
 	defer s.mem.Put(m)
 	v, seq, err := s.run(ctx, c, m, true)
@@ -151,25 +144,50 @@ func (s *Session) request(ctx context.Context, method string, params []byte, fro
 }
 
 // requestCall is the gateway call of a request of method in s's name.
-// Params it cannot read make a call that is refused (RuleUndecidable)
-// with the params as its arguments, for the record.
-func (s *Session) requestCall(method string, params []byte) *Call {
+func (s *Session) requestCall(method string, params []byte, fromServer bool) *Call {
+	c := s.facts("", nil)
+	RequestOf(c, method, params, fromServer)
+	s.methodStep(c)
+	return c
+}
+
+// RequestOf fills c, a call with its session facts, as the request of
+// method with params (nil: none), sent by the server to the client when
+// fromServer is set, else by the client. Params it cannot read make a call
+// that is refused (RuleUndecidable), with the params as its arguments, for
+// the record.
+func RequestOf(c *Call, method string, params []byte, fromServer bool) {
 	if len(params) == 0 {
 		params = emptyObject
 	}
+	c.Method, c.FromServer = method, fromServer
 	name, arguments, resource, err := requestTarget(method, params)
 	if err != nil {
-		c := s.facts("", params)
-		c.Method = method
+		c.Tool, c.Arguments = "", params
 		c.Refuse = &Refusal{Rule: RuleUndecidable, Err: fmt.Errorf("%s: %w", method, err)}
-		return c
+		return
 	}
-	c := s.facts(name, arguments)
-	c.Method, c.Resource = method, resource
-	if _, known := methods[method]; !known && s.srv.Methods[method] == nil {
-		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q is not one aegis decides, and the configuration does not list it", method)}
+	c.Tool, c.Arguments, c.Resource = name, arguments, resource
+}
+
+// methodStep is the pin step of a request of another method: a method
+// aegis does not decide is refused unless the server's configuration
+// lists it, and so is a method sent the wrong way.
+func (s *Session) methodStep(c *Call) {
+	if c.Refuse != nil {
+		return
 	}
-	return c
+	m, known := methods[c.Method]
+	switch {
+	case !known && s.srv.Methods[c.Method] == nil:
+		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q is not one aegis decides, and the configuration does not list it", c.Method)}
+	case known && m.FromServer != c.FromServer:
+		from := "the client"
+		if c.FromServer {
+			from = "the server"
+		}
+		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q was sent by %s, which never sends it", c.Method, from)}
+	}
 }
 
 // requestName is what a request of method names, "" when it cannot be

@@ -218,6 +218,10 @@ func (s *Session) pinned(c *Call) *Call {
 		cc.Refuse = &Refusal{Rule: RuleUndecidable, Err: fmt.Errorf("call for server %q asked of server %q's session", c.Server, s.cfg.Server)}
 		return &cc
 	}
+	if cc.Method != "" {
+		s.methodStep(&cc)
+		return &cc
+	}
 	s.pinStep(&cc)
 	return &cc
 }

@@ -44,6 +44,8 @@ type Call struct {
 	Tool   string
 	// Resource says Tool is a URI or URI template, not a name.
 	Resource bool
+	// FromServer says the request is the server's, to the client.
+	FromServer bool
 	// RootsAsked says the server has asked the client for its roots in
 	// this session: a server whose allowed directories are its roots from
 	// then on resolves relative paths against directories aegis did not

@@ -122,6 +122,7 @@ func (d *Decider) Explain(ctx context.Context, ev *Event) (v gateway.Verdict, x 
 // result to pass on (nil for the server's own), the findings, and a
 // *gateway.Refusal error when it is withheld.
 func (d *Decider) Result(ev *Event) (out []byte, found []dlp.Located, err error) {
-	d.open(ev.Call())
-	return d.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Tool: ev.Tool, Result: ev.Result})
+	c := ev.Call()
+	d.open(c)
+	return d.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Method: c.Method, Tool: c.Tool, Result: ev.Result})
 }

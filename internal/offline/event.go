@@ -12,18 +12,24 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/policy"
 )
 
 // Event is one line of `aegis eval` input (or `aegis explain`'s one call): a
 // call when it has "arguments", a tool result when it has "result".
 type Event struct {
-	Session   string          `json:"session"`
-	Principal string          `json:"principal"`
-	Roles     []string        `json:"roles"`
-	Origin    string          `json:"origin"`
-	Taint     bool            `json:"taint"`
-	Turn      int             `json:"turn"`
-	Server    string          `json:"server"`
+	Session   string   `json:"session"`
+	Principal string   `json:"principal"`
+	Roles     []string `json:"roles"`
+	Origin    string   `json:"origin"`
+	Taint     bool     `json:"taint"`
+	Turn      int      `json:"turn"`
+	Server    string   `json:"server"`
+	// Method is the MCP request of a request of another method than
+	// tools/call (resources/read, prompts/get, sampling/createMessage,
+	// ...), with its Params; a tools/call has Tool and Arguments.
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Result    json.RawMessage `json:"result"`
@@ -49,8 +55,16 @@ func ParseEvent(line []byte) (*Event, error) {
 	if err := dec.Decode(&ev); err != nil {
 		return nil, err
 	}
+	if ev.Method == policy.ToolsCall {
+		ev.Method = ""
+	}
+	if ev.Method != "" {
+		return &ev, ev.checkRequest()
+	}
 	hasArgs, hasResult := present(ev.Arguments), present(ev.Result)
 	switch {
+	case present(ev.Params):
+		return nil, errors.New(`"params" belongs to an event with a "method"; a tools/call has "tool" and "arguments"`)
 	case hasArgs && hasResult:
 		return nil, errors.New(`an event has "arguments" (a call) or "result" (a result), not both`)
 	case !hasArgs && !hasResult:
@@ -67,6 +81,22 @@ func ParseEvent(line []byte) (*Event, error) {
 		return nil, errors.New(`"input_schema" must be a JSON object`)
 	}
 	return &ev, nil
+}
+
+// checkRequest checks an event of a request of another method.
+func (ev *Event) checkRequest() error {
+	switch {
+	case ev.Tool != "" || present(ev.Arguments):
+		return fmt.Errorf(`an event of method %q has "params", not "tool" or "arguments"`, ev.Method)
+	case present(ev.InputSchema):
+		return errors.New(`"input_schema" is a tool's`)
+	case ev.Server == "":
+		return errors.New(`missing "server"`)
+	case present(ev.Params) && bytes.TrimLeft(ev.Params, " \t\r\n")[0] != '{' && bytes.TrimLeft(ev.Params, " \t\r\n")[0] != '[':
+		return errors.New(`"params" must be a JSON object or array`)
+	}
+	_, err := parseOrigin(ev.Origin)
+	return err
 }
 
 func present(m json.RawMessage) bool { return len(m) > 0 && string(m) != "null" }
@@ -98,6 +128,15 @@ func (ev *Event) Call() *gateway.Call {
 		Server:    ev.Server,
 		Tool:      ev.Tool,
 		Arguments: ev.Arguments,
+	}
+	if ev.Method != "" {
+		m, _ := gateway.DecidedMethod(ev.Method)
+		var params []byte
+		if present(ev.Params) {
+			params = ev.Params
+		}
+		gateway.RequestOf(c, ev.Method, params, m.FromServer)
+		return c
 	}
 	if present(ev.InputSchema) {
 		c.Schema = ev.InputSchema
