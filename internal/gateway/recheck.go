@@ -19,7 +19,8 @@ const RuleUndecidable = "aegis:undecidable"
 
 // Recheck decides a recorded call again, from its chain entry alone, under
 // e's policy: the entry's capabilities, principal, roles, origin, taint, and
-// whether the tool was bound and its tier. Entries aegis refused before the
+// whether the tool was bound and its tier; and under aegis's own rule for
+// its files ([RuleSelf]), which no policy overrides. Entries aegis refused before the
 // policy (rule [RuleUndecidable]) are refused again: ok is false for them,
 // and v is a denial.
 func (e *Engine) Recheck(ent *record.Entry) (v Verdict, ok bool) {
@@ -91,6 +92,12 @@ func (e *Engine) recheckInto(v *Verdict, rr *recheckRequest, ent *record.Entry) 
 		req.FoldCase = s.CaseInsensitive
 	}
 	e.decideInto(v, req, nil)
+	// aegis's own files are refused whatever the policy says, now as when
+	// the call was made: an entry allowed before they were protected (or
+	// protected elsewhere) would be refused today.
+	if err := e.selfCheck(v.Caps, req.FoldCase); err != nil {
+		v.refuse(err)
+	}
 	return true
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/binding"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // selfWorld is a home directory on disk with aegis's files in it, as a
@@ -299,5 +301,25 @@ func TestSelfSpellings(t *testing.T) {
 				t.Errorf("selfCheck(%s %+q, fold %v) = %v, want deny %v", tt.kind, tt.path, tt.fold, err, tt.deny)
 			}
 		})
+	}
+}
+
+// TestRecheckAppliesSelf: an entry allowed when it was recorded (before
+// the file was protected, or by an aegis protecting other paths) that
+// reads aegis's signing key is refused by a recheck, under aegis:self,
+// whatever the new policy allows.
+func TestRecheckAppliesSelf(t *testing.T) {
+	w := newSelfWorld(t)
+	e := selfEngine(t, w, "", w.home)
+	ent := &record.Entry{Seq: 1, Server: "fs", Tool: "read_text_file", Bound: true, Tier: "data-read",
+		Origin: "interactive", Decision: "allow", Mode: "enforce",
+		Caps: []record.Cap{{Kind: "fs.read", Path: w.keyPath}}}
+	v, ok := e.Recheck(ent)
+	if !ok || v.Effect != policy.Deny || !slices.Contains(v.Rules(), RuleSelf) {
+		t.Errorf("recheck: ok %v, %s by %v; want a deny by %s", ok, v.Effect, v.Rules(), RuleSelf)
+	}
+	ent.Caps[0].Path = filepath.Join(w.home, "projects", "a")
+	if v, _ := e.Recheck(ent); v.Effect != policy.Allow {
+		t.Errorf("recheck of another file: %s by %v, want allow", v.Effect, v.Rules())
 	}
 }
