@@ -124,5 +124,8 @@ func (d *Decider) Explain(ctx context.Context, ev *Event) (v gateway.Verdict, x 
 func (d *Decider) Result(ev *Event) (out []byte, found []dlp.Located, err error) {
 	c := ev.Call()
 	d.open(c)
+	if len(ev.Error) > 0 && string(ev.Error) != "null" {
+		return d.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Method: c.Method, Tool: c.Tool, Result: ev.Error, Error: true})
+	}
 	return d.eng.Result(&gateway.ResultEvent{Session: ev.Session, Server: ev.Server, Method: c.Method, Tool: c.Tool, Result: ev.Result})
 }

@@ -33,6 +33,9 @@ type Event struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Result    json.RawMessage `json:"result"`
+	// Error is the JSON-RPC error object a server answered with instead
+	// of a result: it passes the result side as a result does.
+	Error json.RawMessage `json:"error"`
 	// InputSchema is the tool's input schema as its server would list it:
 	// with one, the call's arguments are checked against it, closed, as
 	// `aegis run` checks them against the schema it pinned.
@@ -58,10 +61,19 @@ func ParseEvent(line []byte) (*Event, error) {
 	if ev.Method == policy.ToolsCall {
 		ev.Method = ""
 	}
-	if ev.Method != "" {
-		return &ev, ev.checkRequest()
+	if present(ev.Result) && present(ev.Error) {
+		return nil, errors.New(`an event has "result" or "error", not both`)
 	}
-	hasArgs, hasResult := present(ev.Arguments), present(ev.Result)
+	if present(ev.Error) && bytes.TrimLeft(ev.Error, " \t\r\n")[0] != '{' {
+		return nil, errors.New(`"error" must be a JSON-RPC error object`)
+	}
+	if ev.Method != "" {
+		if err := ev.checkRequest(); err != nil {
+			return nil, err
+		}
+		return &ev, nil
+	}
+	hasArgs, hasResult := present(ev.Arguments), ev.IsResult()
 	switch {
 	case present(ev.Params):
 		return nil, errors.New(`"params" belongs to an event with a "method"; a tools/call has "tool" and "arguments"`)
@@ -111,8 +123,9 @@ func parseOrigin(s string) (capability.Origin, error) {
 	return 0, fmt.Errorf("origin %q: want interactive or unattended", s)
 }
 
-// IsResult reports whether ev is a tool result rather than a call.
-func (ev *Event) IsResult() bool { return present(ev.Result) }
+// IsResult reports whether ev is a result (or a JSON-RPC error answer)
+// rather than a call.
+func (ev *Event) IsResult() bool { return present(ev.Result) || present(ev.Error) }
 
 // Call returns the gateway call of a call event. An unattended session is
 // tainted from its start (DESIGN.md R19).
