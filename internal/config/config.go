@@ -334,7 +334,7 @@ func Load(path string) (*Config, error) {
 	// With no state directory (no $AEGIS_HOME and no home), aegis keeps
 	// no state for a server to reach: the files are still protected.
 	state, _ := DefaultState()
-	if c.Protected, err = protect(c.Files, state); err != nil {
+	if c.Protected, err = protect(append(slices.Clone(c.Files), launchers(c.Home)...), state); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil

@@ -2,9 +2,52 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 )
+
+// clientConfigs are the configuration files, under a home, of the MCP
+// clients that launch aegis: whoever rewrites one takes aegis out of the
+// client's path at its next start (or, with Claude Code's hooks, runs
+// commands), and they hold other servers' credentials in their env.
+var clientConfigs = []string{
+	".config/Claude/claude_desktop_config.json",
+	"Library/Application Support/Claude/claude_desktop_config.json",
+	".claude.json",
+	".claude/settings.json",
+	".claude/settings.local.json",
+	".cursor/mcp.json",
+	".codeium/windsurf/mcp_config.json",
+	".config/Code/User/mcp.json",
+	".config/Code/User/settings.json",
+	"Library/Application Support/Code/User/mcp.json",
+	"Library/Application Support/Code/User/settings.json",
+	".gemini/settings.json",
+}
+
+// launchers returns what starts aegis and so decides whether it runs: this
+// executable, and the MCP clients' configuration files under home and
+// under the home of the user running aegis.
+func launchers(home string) []string {
+	var out []string
+	if exe, err := os.Executable(); err == nil {
+		out = append(out, exe)
+	}
+	homes := []string{home}
+	if h, err := os.UserHomeDir(); err == nil && h != home {
+		homes = append(homes, h)
+	}
+	for _, h := range homes {
+		if h == "" || !filepath.IsAbs(h) {
+			continue
+		}
+		for _, f := range clientConfigs {
+			out = append(out, filepath.Join(h, f))
+		}
+	}
+	return out
+}
 
 // protect returns the paths no wrapped server may read or write (DESIGN.md
 // R34, gateway.RuleSelf): the files the configuration was read from and

@@ -50,6 +50,7 @@ func TestLoadProtectsAegis(t *testing.T) {
 	}
 	state := filepath.Join(link, "home", ".local", "state", "aegis")
 	t.Setenv("AEGIS_HOME", state)
+	t.Setenv("HOME", filepath.Join(real, "home"))
 	cfg, err := Load(filepath.Join(link, "conf", "aegis.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,21 @@ func TestLoadProtectsAegis(t *testing.T) {
 	for _, p := range []string{"conf/aegis.yaml", "conf/b.yaml", "conf/policy.yaml", "home/.local/state/aegis"} {
 		want = append(want, filepath.Join(link, p), filepath.Join(real, p))
 	}
+	// What launches aegis: this executable, and the MCP clients'
+	// configurations under the home.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, exe)
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		want = append(want, r)
+	}
+	for _, f := range clientConfigs {
+		want = append(want, filepath.Join(real, "home", f))
+	}
 	slices.Sort(want)
+	want = slices.Compact(want)
 	if diff := cmp.Diff(want, cfg.Protected); diff != "" {
 		t.Errorf("protected (-want +got):\n%s", diff)
 	}
@@ -71,6 +86,9 @@ func TestLoadProtectsAegis(t *testing.T) {
 		{"read_text_file", filepath.Join(real, "conf", "aegis.yaml")},
 		{"read_text_file", filepath.Join(state, "chain", "fs", "chain.key")},
 		{"move_file", filepath.Join(real, "home", ".local")},
+		{"write_file", filepath.Join(real, "home", ".cursor", "mcp.json")},
+		{"read_text_file", "~/.config/Claude/claude_desktop_config.json"},
+		{"write_file", exe},
 	} {
 		a := `{"path":"` + tc.path + `","content":"x"}`
 		if tc.tool == "move_file" {
