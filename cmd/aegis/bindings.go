@@ -30,6 +30,14 @@ func cmdBindings(argv []string, stdout io.Writer) error {
 		for _, t := range tools {
 			fmt.Fprintf(stdout, "  %s\n", b.Tools[t])
 		}
+		prompts := make([]string, 0, len(b.Prompts))
+		for p := range b.Prompts {
+			prompts = append(prompts, p)
+		}
+		sort.Strings(prompts)
+		for _, p := range prompts {
+			fmt.Fprintf(stdout, "  prompt %s\n", b.Prompts[p])
+		}
 	}
 	return nil
 }
