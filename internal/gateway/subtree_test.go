@@ -94,3 +94,27 @@ func TestSubtree(t *testing.T) {
 		})
 	}
 }
+
+// TestSubtreeRecorded: the chain records a subtree capability as one, so
+// that recheck, which decides from the chain alone, refuses it again
+// rather than deciding it as a plain read of the directory.
+func TestSubtreeRecorded(t *testing.T) {
+	e := subtreeEngine(t)
+	log := &memLog{}
+	rec := &recorder{Engine: e, Log: log}
+	v, _, err := rec.call(context.Background(), &Call{Server: "fs", Tool: "directory_tree", Arguments: []byte(`{"path":"/home/a"}`)}, new(callMem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Effect != policy.Deny {
+		t.Fatalf("effect %s (%s), want deny", v.Effect, v.Reason())
+	}
+	ent := log.entries[0]
+	if len(ent.Caps) != 1 || !ent.Caps[0].Subtree || ent.Caps[0].Path != "/home/a" {
+		t.Fatalf("recorded capabilities %+v, want one subtree fs.read of /home/a", ent.Caps)
+	}
+	again, ok := e.Recheck(ent)
+	if !ok || again.Effect != policy.Deny || !strings.Contains(again.Reason(), `rule "no-ssh"`) {
+		t.Errorf("recheck: %s (%s), ok %v; want the same denial by no-ssh", again.Effect, again.Reason(), ok)
+	}
+}
