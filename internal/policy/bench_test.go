@@ -173,6 +173,25 @@ func BenchmarkDecide1100Deny(b *testing.B) {
 	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Deny)
 }
 
+// BenchmarkDecide1100Subtree decides the call of BenchmarkDecide1100 with
+// its fs capabilities on whole subtrees: the write's folder holds no deny
+// or ask rule, and the read's parent directory is /srv/projects, under
+// which the policy denies .env files and a .git folder.
+func BenchmarkDecide1100Subtree(b *testing.B) {
+	r := benchRequest()
+	r.Caps[0] = tree(fsRead("/srv/projects/team-537/src"))
+	r.Caps[1] = tree(fsWrite("/srv/projects/team-537/build"))
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Allow)
+}
+
+// BenchmarkDecide1100SubtreeDeny decides a move of the projects folder,
+// under which the policy denies .env files of three teams.
+func BenchmarkDecide1100SubtreeDeny(b *testing.B) {
+	r := benchRequest()
+	r.Caps[1] = tree(fsWrite("/srv/projects"))
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Deny)
+}
+
 func BenchmarkDecideCEL(b *testing.B) {
 	r := &Request{
 		Server: "fs", Tool: "read_file", Principal: "alice", Roles: []string{"dev"},
@@ -187,7 +206,8 @@ func BenchmarkDecideCEL(b *testing.B) {
 func TestDecideAllocs(t *testing.T) {
 	for _, name := range []string{"bench_10.yaml", "bench_1100.yaml", "matchers.yaml"} {
 		s := fixture(t, name)
-		for _, r := range []*Request{benchRequest(), with(benchRequest(), func(r *Request) { r.Caps[1] = fsRead("/home/a/.ssh/id_rsa") })} {
+		for _, r := range []*Request{benchRequest(), with(benchRequest(), func(r *Request) { r.Caps[1] = fsRead("/home/a/.ssh/id_rsa") }),
+			with(benchRequest(), func(r *Request) { r.Caps[1] = tree(fsWrite("/srv/projects")) })} {
 			if n := testing.AllocsPerRun(100, func() { s.Decide(r) }); n != 0 {
 				t.Errorf("%s: Decide allocates %v times per call, want 0", name, n)
 			}
