@@ -132,6 +132,14 @@ func TestSelfAdversarial(t *testing.T) {
 		{"write next to aegis.yaml", "write_file", `{"path":"` + w.home + `/work/notes.txt","content":"x"}`, false, ""},
 		{"write a name that only starts like the state", "write_file", `{"path":"` + w.state + `-old/x","content":"x"}`, false, ""},
 		{"write aegis.yaml.bak", "write_file", `{"path":"` + w.config + `.bak","content":"x"}`, false, ""},
+		// A tree or a search of a parent lists what is inside (R34).
+		{"tree of home", "directory_tree", `{"path":"~"}`, true, w.state},
+		{"tree of the state directory's parent", "directory_tree", `{"path":"` + filepath.Dir(w.state) + `"}`, true, w.state},
+		{"tree of the root", "directory_tree", `{"path":"/"}`, true, w.state},
+		{"search home for the key", "search_files", `{"path":"` + w.home + `","pattern":"**/chain.key"}`, true, w.state},
+		{"search home through a linked home", "search_files", `{"path":"` + w.viaLink + `/u","pattern":"*"}`, true, w.state},
+		{"tree of the config's directory", "directory_tree", `{"path":"` + w.home + `/work"}`, true, w.config},
+		{"tree of the projects", "directory_tree", `{"path":"` + w.home + `/projects"}`, false, ""},
 		// A listing shows names, not contents (see selfCheck).
 		{"list the state directory's parent", "list_directory", `{"path":"` + filepath.Dir(w.state) + `"}`, false, ""},
 		{"list home", "list_directory", `{"path":"~"}`, false, ""},

@@ -270,7 +270,24 @@ func (d Decision) explainCap(i int, v Verdict, e Effect, r *Rule) string {
 	case r == nil:
 		return "no rule allows " + what
 	}
+	if i < len(d.req.Caps) {
+		if below := reachedBelow(r, &d.req.Caps[i]); below != "" {
+			// A rule for a folder under the capability's path: say
+			// which, as the rule's own line does not.
+			what += " (it holds " + printable(below) + ")"
+		}
+	}
 	return ruleSays(r, e, what)
+}
+
+// reachedBelow returns the directory of r strictly under c's path by which
+// r reaches c, a capability on a whole subtree, when none of r's
+// directories holds c's path; otherwise "".
+func reachedBelow(r *Rule, c *capability.Capability) string {
+	if !c.Subtree || r.PathUnder == nil || anyPathUnder(c.Path, r.PathUnder) {
+		return ""
+	}
+	return belowPath(r.PathUnder, c.Path)
 }
 
 // toolWhat names the request's tool for a reason: `tool "x" on server "y"`,
@@ -327,6 +344,9 @@ func describeCap(c *capability.Capability) string {
 	k := c.Kind.String()
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
+		if c.Subtree {
+			return k + " " + printable(c.Path) + " and everything under it"
+		}
 		return k + " " + printable(c.Path)
 	case capability.NetConnect:
 		host := c.Host

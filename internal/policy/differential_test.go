@@ -70,8 +70,14 @@ func (c chooser) path() string {
 func (c chooser) capability() capability.Capability {
 	switch c(12) {
 	case 0, 1, 2:
+		if c(3) == 0 {
+			return tree(fsRead(c.path()))
+		}
 		return fsRead(c.path())
 	case 3, 4:
+		if c(3) == 0 {
+			return tree(fsWrite(c.path()))
+		}
 		return fsWrite(c.path())
 	case 5, 6, 7:
 		host := c.of("api.github.com", "github.com", "raw.githubusercontent.com", "githubusercontent.com", "api-3.example.com",
@@ -135,7 +141,7 @@ func (c chooser) request() *Request {
 	return r
 }
 
-var differentialPolicies = []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "cel.yaml", "shadow.yaml", "shadow-policy.yaml"}
+var differentialPolicies = []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "cel.yaml", "shadow.yaml", "shadow-policy.yaml", "subtree.yaml"}
 
 // decideTwin holds the indexed Decide of s to referenceDecide, which scans
 // every rule.
@@ -212,7 +218,7 @@ func FuzzDecidePath(f *testing.F) {
 		name := differentialPolicies[int(which)%len(differentialPolicies)]
 		s := fixture(t, name)
 		r := benchRequest()
-		r.Caps = caps(fsRead(p), fsWrite(p))
+		r.Caps = caps(fsRead(p), fsWrite(p), tree(fsRead(p)), tree(fsWrite(p)))
 		decideTwin(name, s).Check(t, r)
 	})
 }
@@ -228,7 +234,7 @@ func TestDecidePathShapes(t *testing.T) {
 	if testing.Short() {
 		n = 400
 	}
-	for _, name := range []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml"} {
+	for _, name := range []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "subtree.yaml"} {
 		paths := func(yield func(*Request) bool) {
 			for range n {
 				b := []byte(starts[r.IntN(len(starts))])
@@ -236,7 +242,7 @@ func TestDecidePathShapes(t *testing.T) {
 					b = append(b, alphabet[r.IntN(len(alphabet))])
 				}
 				req := benchRequest()
-				req.Caps = caps(fsRead(string(b)))
+				req.Caps = caps(fsRead(string(b)), tree(fsWrite(string(b))))
 				if !yield(req) {
 					return
 				}

@@ -125,6 +125,8 @@ func buildIndex(rules []*rule) index {
 			}
 		}
 	}
+	idx.kinds[capability.FSRead].paths.finish()
+	idx.kinds[capability.FSWrite].paths.finish()
 	return idx
 }
 
@@ -516,6 +518,9 @@ func (idx *index) capability(e *evaluator) bool {
 			return false
 		}
 		e.consider(ki.generic, 0)
+		if c.Subtree {
+			ki.paths.under(e)
+		}
 	case capability.NetConnect:
 		if c.Host == "" {
 			return false

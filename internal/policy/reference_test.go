@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -93,6 +94,26 @@ func worse(a, b Effect) Effect {
 func refMatches(r *rule, req *Request, c *capability.Capability, vars **celVars) (bool, error) {
 	if (c == nil) != (r.kinds == 0) || !refCallScalars(r, req) || !r.callLists(req) {
 		return false, nil
+	}
+	if c != nil && c.Subtree && (c.Kind == capability.FSRead || c.Kind == capability.FSWrite) {
+		// A capability on c.Path and everything under it: a rule's
+		// directory at or above c.Path reaches it, and so does a deny or
+		// ask rule's directory below it.
+		if !r.kinds.has(c.Kind) {
+			return false, nil
+		}
+		if r.paths != nil {
+			reach := false
+			for _, d := range r.paths {
+				at := capability.PathUnder(c.Path, d)
+				below := r.effect != Allow && d != c.Path && (c.Path == "/" || strings.HasPrefix(d, c.Path+"/"))
+				reach = reach || at || below
+			}
+			if !reach {
+				return false, nil
+			}
+		}
+		return r.cond(req, c, vars)
 	}
 	if c != nil {
 		// The path the plain way; matchCap checks the rest.

@@ -27,6 +27,9 @@ type Rule struct {
 	Unbound bool
 	// When is the rule's CEL condition, empty if it has none.
 	When string
+	// PathUnder are the rule's path_under directories, "~" expanded;
+	// nil if it has none.
+	PathUnder []string
 }
 
 // IsCapability reports whether the rule decides capabilities rather than
@@ -303,7 +306,8 @@ func (r *rule) matchCap(c *capability.Capability, f *pathForms, d done) bool {
 	}
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
-		if r.paths != nil && d&donePath == 0 && !r.pathOK(f) {
+		if r.paths != nil && d&donePath == 0 && !r.pathOK(f) &&
+			!(c.Subtree && r.effect != Allow && belowPath(r.paths, c.Path) != "") {
 			return false
 		}
 	case capability.NetConnect:
@@ -412,6 +416,18 @@ func formsOf(p string, fold bool) (f pathForms, ok bool) {
 		f.key, ok = capability.FoldPath(f.nfc)
 	}
 	return f, ok
+}
+
+// belowPath returns the first of dirs that is strictly under p, or "":
+// a deny or ask rule for such a directory reaches a capability on all of
+// p's subtree (capability.Capability.Subtree), though not p itself.
+func belowPath(dirs []string, p string) string {
+	for _, d := range dirs {
+		if len(d) > len(p) && capability.PathUnder(d, p) {
+			return d
+		}
+	}
+	return ""
 }
 
 func inPorts(p uint16, ranges []portRange) bool {
@@ -627,7 +643,15 @@ func (r *rule) cond(req *Request, c *capability.Capability, vars **celVars) (boo
 		*vars = newCELVars(req)
 	}
 	(*vars).setCap(c)
-	ok, err := r.when.eval(*vars)
+	var ok bool
+	var err error
+	if c != nil && c.Subtree {
+		// The capability stands for its kind on every path under its
+		// own: the condition must hold whatever the path is.
+		ok, err = r.when.evalSubtree(*vars)
+	} else {
+		ok, err = r.when.eval(*vars)
+	}
 	if err != nil {
 		return r.effect != Allow, err
 	}

@@ -39,7 +39,7 @@ func FuzzCanonical(f *testing.F) {
 			Rules:     []string{path},
 			Reason:    arg,
 			Caps: []Cap{
-				{Kind: "fs.read", Path: path},
+				{Kind: "fs.read", Path: path, Subtree: !shell},
 				{Kind: "net.connect", Scheme: "https", Host: host, Port: port, URL: "https://" + host + path},
 				{Kind: "exec", Program: prog, Argv: []string{prog, arg}[:len(arg)%3%2+1], Shell: shell, Command: arg},
 				{Kind: "id", IDKind: prog, ID: arg},
