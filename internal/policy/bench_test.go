@@ -209,6 +209,17 @@ func BenchmarkDecide1100SubtreeDeny(b *testing.B) {
 	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Deny)
 }
 
+// BenchmarkDecide1100SubtreeFold is BenchmarkDecide1100Subtree for a
+// server on a case-insensitive volume, its paths in another case: the
+// folders under them are found among fold keys.
+func BenchmarkDecide1100SubtreeFold(b *testing.B) {
+	r := benchRequest()
+	r.FoldCase = true
+	r.Caps[0] = tree(fsRead("/srv/Projects/Team-537/src"))
+	r.Caps[1] = tree(fsWrite("/SRV/projects/team-537/Build"))
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Allow)
+}
+
 func BenchmarkDecideCEL(b *testing.B) {
 	r := &Request{
 		Server: "fs", Tool: "read_file", Principal: "alice", Roles: []string{"dev"},
@@ -229,8 +240,16 @@ func TestDecideAllocs(t *testing.T) {
 			with(benchRequest(), func(r *Request) { r.FoldCase = true; r.Caps[0] = fsRead("/srv/Projects/Team-537/src/main.go") }),
 			// A path that is not ASCII but already in NFC.
 			with(benchRequest(), func(r *Request) { r.Caps[0] = fsRead("/srv/projects/team-537/src/caf\u00e9.go") }),
-			// A subtree, which meets what the policy says under it.
-			with(benchRequest(), func(r *Request) { r.Caps[1] = tree(fsWrite("/srv/projects")) })} {
+			// A subtree, which meets what the policy says under it, and
+			// on a case-insensitive volume in any case.
+			with(benchRequest(), func(r *Request) { r.Caps[1] = tree(fsWrite("/srv/projects")) }),
+			with(benchRequest(), func(r *Request) { r.FoldCase = true; r.Caps[1] = tree(fsWrite("/SRV/Projects")) }),
+			with(benchRequest(), func(r *Request) {
+				r.FoldCase = true
+				r.Caps[0] = tree(fsRead("/srv/Projects/Team-537/src"))
+				r.Caps[1] = tree(fsWrite("/HOME/A"))
+			}),
+		} {
 			if n := testing.AllocsPerRun(100, func() { s.Decide(r) }); n != 0 {
 				t.Errorf("%s: Decide allocates %v times per call, want 0", name, n)
 			}

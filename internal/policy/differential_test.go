@@ -42,7 +42,10 @@ func (c chooser) team() string {
 
 func (c chooser) path() string {
 	comps := []string{"srv", "projects", "team-1", "team-537", ".env", "home", "a", ".ssh", ".sshx", ".aws",
-		"etc", "ssh", "shadow", "tmp", "proc", "sys", "src", "main.go", "x", "..", ".", "", "secrets", "docs", ".git", "shared"}
+		"etc", "ssh", "shadow", "tmp", "proc", "sys", "src", "main.go", "x", "..", ".", "", "secrets", "docs", ".git", "shared",
+		// Other spellings (DESIGN.md R34): case, normalisation twins, a
+		// sharp s and an ignorable joiner.
+		"HOME", ".SSH", "Projects", "cafe\u0301", "caf\u00e9", "cre\u0300me", "STRASSE", "stra\u00dfe", "ho\u200cme", "\u212aeep", "r\u00e9sum\u00e9", "NAR", "nar"}
 	var b strings.Builder
 	if c(10) != 0 {
 		b.WriteByte('/')
@@ -138,10 +141,12 @@ func (c chooser) request() *Request {
 	for range c(7) {
 		r.Caps = append(r.Caps, c.capability())
 	}
+	r.FoldCase = c(4) == 0
 	return r
 }
 
-var differentialPolicies = []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "cel.yaml", "shadow.yaml", "shadow-policy.yaml", "subtree.yaml"}
+var differentialPolicies = []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "cel.yaml", "shadow.yaml", "shadow-policy.yaml", "subtree.yaml",
+	"spelling.yaml", "subtree-spelling.yaml"}
 
 // decideTwin holds the indexed Decide of s to referenceDecide, which scans
 // every rule.
@@ -211,13 +216,18 @@ func FuzzDecidePath(f *testing.F) {
 		"/srv/projects/team-537/..", "/srv/projects/team-537/.", "/srv/projects/team-537/...", "/home/a/.ssh",
 		"/home/a/.sshx", "/home/a/.ssh/id_rsa", "/home/a\x00/.ssh", "/etc/shadow\x00", "/a", "/abcdefg", "/abcdefgh",
 		"/abcdefghijklmno", "/srv/projects/team-1/.env", "/srv/projects/team-1/.env/x", "/proc/self/environ",
+		"/HOME/A", "/Srv/Projects", "/home/a/cafe\u0301", "/home/a/cr\u00e8me", "/home/a/STRASSE", "/ho\u200cme",
 	} {
 		f.Add(p, uint8(0))
+		f.Add(p, uint8(0x80|len(differentialPolicies)-1))
 	}
 	f.Fuzz(func(t *testing.T, p string, which uint8) {
-		name := differentialPolicies[int(which)%len(differentialPolicies)]
+		// The high bit of which puts the server on a case-insensitive
+		// volume.
+		name := differentialPolicies[int(which&0x7f)%len(differentialPolicies)]
 		s := fixture(t, name)
 		r := benchRequest()
+		r.FoldCase = which&0x80 != 0
 		r.Caps = caps(fsRead(p), fsWrite(p), tree(fsRead(p)), tree(fsWrite(p)))
 		decideTwin(name, s).Check(t, r)
 	})

@@ -45,7 +45,7 @@ func (s *Set) Explain(req *Request) Explanation {
 			}
 			m := Match{Rule: r.info, Decides: v.Rule == r.info, DecidesWould: v.WouldRule == r.info, CondErr: err}
 			if c != nil {
-				m.Below = reachedBelow(r.info, c)
+				m.Below = reachedBelow(r.info, c, req.FoldCase)
 			}
 			ms = append(ms, m)
 		}

@@ -125,8 +125,12 @@ func buildIndex(rules []*rule) index {
 			}
 		}
 	}
-	idx.kinds[capability.FSRead].paths.finish()
-	idx.kinds[capability.FSWrite].paths.finish()
+	for _, k := range []capability.Kind{capability.FSRead, capability.FSWrite} {
+		idx.kinds[k].paths.finish()
+		if f := idx.kinds[k].foldPaths; f != nil {
+			f.finish()
+		}
+	}
 	return idx
 }
 
@@ -519,7 +523,8 @@ func (idx *index) capability(e *evaluator) bool {
 		}
 		e.consider(ki.generic, 0)
 		if c.Subtree {
-			ki.paths.under(e)
+			// The index walked, in the forms it walked the path by.
+			paths.under(e)
 		}
 	case capability.NetConnect:
 		if c.Host == "" {

@@ -134,7 +134,7 @@ func (x *pathIndex) add(dir string, r *rule, k capability.Kind, d done) {
 	x.ends[b/64] |= 1 << (b % 64)
 	x.maxLen = max(x.maxLen, len(dir))
 	if r.effect != Allow {
-		x.below = append(x.below, belowDir{dir: dir, cs: []cand{candOf(r, k, donePath)}})
+		x.below = append(x.below, belowDir{dir: dir, cs: []cand{candOf(r, k, d)}})
 	}
 }
 
@@ -156,12 +156,15 @@ func (x *pathIndex) finish() {
 }
 
 // under considers the deny and ask rules of the directories strictly under
-// e.cap.Path, which MUST be canonical (walk said so): a capability on the
-// path's whole subtree meets them (capability.Capability.Subtree). It is
-// a binary search and a scan of the directories it finds, and is reached
-// only by such capabilities.
+// the path e.path, which walk MUST have found canonical and put in the
+// forms the index holds (its key: NFC, or in an index of fold keys the
+// path's key or an ASCII path in any case): a capability on the path's
+// whole subtree meets them (capability.Capability.Subtree). It is a
+// binary search and a scan of the directories it finds, and is reached
+// only by such capabilities. In an index of fold keys a grant found here
+// is left to check in ASCII case (rule.reachesBelow), as in walk.
 func (x *pathIndex) under(e *evaluator) {
-	p := e.cap.Path
+	p := e.path.key
 	bs := x.below
 	if p != "/" {
 		// The first directory not before p + "/", compared without
@@ -169,7 +172,7 @@ func (x *pathIndex) under(e *evaluator) {
 		lo, hi := 0, len(bs)
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
-			if beforeDirOf(bs[m].dir, p) {
+			if x.beforeDirOf(bs[m].dir, p) {
 				lo = m + 1
 			} else {
 				hi = m
@@ -179,23 +182,48 @@ func (x *pathIndex) under(e *evaluator) {
 	}
 	for i := range bs {
 		d := bs[i].dir
-		if p != "/" && !(len(d) > len(p) && d[len(p)] == '/' && d[:len(p)] == p) {
+		if p != "/" && !(len(d) > len(p) && d[len(p)] == '/' && x.samePrefix(d, p)) {
 			return
 		}
-		e.considerAll(bs[i].cs, donePath)
+		e.considerAll(bs[i].cs, x.done())
 	}
 }
 
-// beforeDirOf reports whether d sorts before p + "/".
-func beforeDirOf(d, p string) bool {
+// samePrefix reports whether d starts with p, in ASCII case in an index of
+// fold keys.
+func (x *pathIndex) samePrefix(d, p string) bool {
+	if x.fold {
+		return equalFold(d[:len(p)], p)
+	}
+	return d[:len(p)] == p
+}
+
+// beforeDirOf reports whether d, a directory of the index, sorts before
+// p + "/"; in an index of fold keys, with p's ASCII letters in lower
+// case, as the keys have theirs.
+func (x *pathIndex) beforeDirOf(d, p string) bool {
 	n := min(len(d), len(p))
-	if c := strings.Compare(d[:n], p[:n]); c != 0 {
+	if x.fold {
+		for i := range n {
+			if a, b := d[i], foldByte(p[i]); a != b {
+				return a < b
+			}
+		}
+	} else if c := strings.Compare(d[:n], p[:n]); c != 0 {
 		return c < 0
 	}
 	if len(d) <= len(p) {
 		return true // d is p or a prefix of it
 	}
 	return d[len(p)] < '/'
+}
+
+// foldByte is c with an ASCII letter in lower case.
+func foldByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // SWAR constants: a byte of ones, the low seven bits of each byte, the

@@ -307,7 +307,7 @@ func (r *rule) matchCap(c *capability.Capability, f *pathForms, d done) bool {
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
 		if r.paths != nil && d&donePath == 0 && !r.pathOK(f) &&
-			!(c.Subtree && r.effect != Allow && belowPath(r.paths, c.Path) != "") {
+			!(c.Subtree && r.effect != Allow && r.reachesBelow(f)) {
 			return false
 		}
 	case capability.NetConnect:
@@ -418,16 +418,38 @@ func formsOf(p string, fold bool) (f pathForms, ok bool) {
 	return f, ok
 }
 
-// belowPath returns the first of dirs that is strictly under p, or "":
-// a deny or ask rule for such a directory reaches a capability on all of
-// p's subtree (capability.Capability.Subtree), though not p itself.
-func belowPath(dirs []string, p string) string {
+// reachesBelow reports whether one of the rule's directories is strictly
+// under the path f, in the forms pathOK meets them by: a deny or ask rule
+// for such a directory reaches a capability on the path's whole subtree
+// (capability.Capability.Subtree), though not the path itself. On a
+// case-insensitive volume a deny's directories are its fold keys, met by
+// the path's key, and a grant's are in NFC, met in ASCII case only.
+func (r *rule) reachesBelow(f *pathForms) bool {
+	dirs, p := r.paths, f.nfc
+	if f.fold && !r.grants() {
+		dirs, p = r.foldPaths, f.key
+	}
 	for _, d := range dirs {
-		if len(d) > len(p) && capability.PathUnder(d, p) {
-			return d
+		if strictlyUnder(d, p, f.fold) {
+			return true
 		}
 	}
-	return ""
+	return false
+}
+
+// strictlyUnder reports whether dir is under p and is not p, both
+// canonical and in one form: NFC, or fold keys (fold, where ASCII
+// letters compare in either case).
+func strictlyUnder(dir, p string, fold bool) bool {
+	return len(dir) > len(p) && underForm(dir, p, fold)
+}
+
+// underForm is capability.PathUnder, or with fold PathUnderFold.
+func underForm(p, dir string, fold bool) bool {
+	if fold {
+		return capability.PathUnderFold(p, dir)
+	}
+	return capability.PathUnder(p, dir)
 }
 
 func inPorts(p uint16, ranges []portRange) bool {

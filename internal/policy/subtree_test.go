@@ -109,3 +109,112 @@ func TestSubtreeExplained(t *testing.T) {
 		t.Error("a plain read is explained as a subtree")
 	}
 }
+
+// TestSubtreeSpellings: a capability on a whole subtree meets the deny and
+// ask rules of the folders under it by every spelling of its path and
+// theirs (DESIGN.md R34), as its kind on those folders would: NFC and NFD
+// twins are one path on every volume; on a case-insensitive volume a deny
+// under it is found by fold keys (capability.FoldPath), and an ask, which
+// grants, only in ASCII case, as main matches grants.
+func TestSubtreeSpellings(t *testing.T) {
+	s := fixture(t, "subtree-spelling.yaml")
+	const A, D, K = Allow, Deny, Ask
+	tests := []struct {
+		name string
+		cap  capability.Capability
+		fold bool // the server's volume ignores case
+		want Effect
+		rule string
+	}{
+		// Normalisation twins, on every volume.
+		{name: "NFC tree over an NFD deny", cap: tree(fsRead("/home/a/caf\u00e9")), want: D, rule: "deny-nfd"},
+		{name: "NFD tree over an NFD deny", cap: tree(fsRead("/home/a/cafe\u0301")), want: D, rule: "deny-nfd"},
+		{name: "NFD move over an NFC deny", cap: tree(fsWrite("/home/a/cre\u0300me")), want: D, rule: "deny-nfc"},
+		{name: "NFC move over an NFC deny", cap: tree(fsWrite("/home/a/cr\u00e8me")), want: D, rule: "deny-nfc"},
+		{name: "NFD tree inside the denied folder", cap: tree(fsRead("/home/a/cafe\u0301/secret/x")), want: D, rule: "deny-nfd"},
+		{name: "Kelvin sign tree over a Kelvin deny", cap: tree(fsRead("/home/a/\u212aeep")), want: D, rule: "deny-kelvin"},
+		{name: "K tree over a Kelvin deny", cap: tree(fsRead("/home/a/Keep")), want: D, rule: "deny-kelvin"},
+		{name: "NFD sibling of a twin", cap: tree(fsRead("/home/a/cafe\u0301s")), want: A, rule: "home"},
+		{name: "NFD tree, the plain read", cap: fsRead("/home/a/cafe\u0301"), want: A, rule: "home"},
+		{name: "NFD move over an ask", cap: tree(fsWrite("/nar/re\u0301sume\u0301")), want: K, rule: "ask-resume"},
+		{name: "NFD tree, an ask of another kind", cap: tree(fsRead("/nar/re\u0301sume\u0301")), want: A, rule: "nar"},
+
+		// A case-sensitive volume: case variants are other files.
+		{name: "case-sensitive: the home holds .SSH", cap: tree(fsRead("/home/a")), want: D, rule: "deny-ssh"},
+		{name: "case-sensitive: /HOME/a is another folder", cap: tree(fsRead("/HOME/a")), want: D, rule: ""},
+		{name: "case-sensitive: CAFE is another folder", cap: tree(fsRead("/home/a/CAFE\u0301")), want: A, rule: "home"},
+
+		// A case-insensitive volume: a deny under the tree by its fold key.
+		{name: "fold: /HOME/a holds .SSH", cap: tree(fsRead("/HOME/a")), fold: true, want: D, rule: "deny-ssh"},
+		{name: "fold: a move of /Home/A", cap: tree(fsWrite("/Home/A")), fold: true, want: D, rule: "deny-ssh"},
+		{name: "fold: /HOME holds .SSH", cap: tree(fsWrite("/HOME")), fold: true, want: D, rule: "deny-ssh"},
+		{name: "fold: the root holds .SSH", cap: tree(fsRead("/")), fold: true, want: D, rule: "deny-ssh"},
+		{name: "fold: a joiner HFS+ ignores in the parent", cap: tree(fsRead("/ho\u200cme/a")), fold: true, want: D, rule: "deny-ssh"},
+		{name: "fold: NFD and case over an NFD deny", cap: tree(fsRead("/home/a/CAFE\u0301")), fold: true, want: D, rule: "deny-nfd"},
+		{name: "fold: NFC and case over an NFC deny", cap: tree(fsWrite("/HOME/A/CR\u00c8ME")), fold: true, want: D, rule: "deny-nfc"},
+		{name: "fold: ss over a sharp s", cap: tree(fsRead("/home/a/STRASSE")), fold: true, want: D, rule: "deny-strasse"},
+		{name: "fold: capital sharp s", cap: tree(fsWrite("/home/a/stra\u1e9ee")), fold: true, want: D, rule: "deny-strasse"},
+		{name: "fold: KEEP over a Kelvin deny", cap: tree(fsRead("/home/a/KEEP")), fold: true, want: D, rule: "deny-kelvin"},
+		{name: "fold: the denied folder in upper case", cap: tree(fsRead("/HOME/A/.ssh")), fold: true, want: D, rule: "deny-ssh"},
+		{name: "fold: a sibling stays allowed", cap: tree(fsRead("/home/a/.sshx")), fold: true, want: A, rule: "home"},
+		{name: "fold: the plain read of /home/a", cap: fsRead("/home/a"), fold: true, want: A, rule: "home"},
+
+		// A case-insensitive volume: an ask under the tree in ASCII case.
+		{name: "fold: /NAR holds an ask", cap: tree(fsWrite("/NAR")), fold: true, want: K, rule: "ask-resume"},
+		{name: "fold: /nar/shared holds an ask", cap: tree(fsWrite("/nar/shared")), fold: true, want: K, rule: "ask-shared"},
+		{name: "fold: NFD and ASCII case over an ask", cap: tree(fsWrite("/NAR/re\u0301sume\u0301")), fold: true, want: K, rule: "ask-resume"},
+		// A grant is matched in ASCII case only: the volume may hold
+		// RÉSUMÉ as another folder, as a plain write there would be
+		// allowed too.
+		{name: "fold: an ask is not met in non-ASCII case", cap: tree(fsWrite("/nar/R\u00c9SUM\u00c9")), fold: true, want: A, rule: "nar"},
+		{name: "fold: an allow in ASCII case", cap: tree(fsRead("/NAR/Shared")), fold: true, want: A, rule: "nar"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := req("fs", "t", tt.cap)
+			r.FoldCase = tt.fold
+			got := outcomeOf(s.Decide(r))
+			want := outcome{Effect: tt.want, Would: tt.want, Action: "tools", Caps: []string{tt.rule}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Decide(%s %+q, fold %v) (-want +got):\n%s", tt.cap.Kind, tt.cap.Path, tt.fold, diff)
+			}
+			if ref := referenceDecide(s, r); !cmp.Equal(ref, got) {
+				t.Errorf("the reference decides otherwise (-ref +Decide):\n%s", cmp.Diff(ref, got))
+			}
+			// Explain scans every rule with rule.matches: it agrees.
+			if ref := referenceWinner(s.Explain(r).Caps[0]); ref != tt.rule {
+				t.Errorf("Explain: the strictest matching rule is %q, want %q", ref, tt.rule)
+			}
+		})
+	}
+}
+
+// TestSubtreeSpellingsExplained: the reason of a subtree refused by a rule
+// for a folder under it names that folder whatever the spelling of the
+// subtree's path.
+func TestSubtreeSpellingsExplained(t *testing.T) {
+	s := fixture(t, "subtree-spelling.yaml")
+	tests := []struct {
+		name string
+		cap  capability.Capability
+		fold bool
+		want string
+	}{
+		{"NFD", tree(fsRead("/home/a/cafe\u0301")), false, "(it holds /home/a/caf\u00e9/secret)"},
+		{"fold, ASCII", tree(fsRead("/HOME/a")), true, "(it holds /home/a/.SSH)"},
+		{"fold, sharp s", tree(fsRead("/home/a/STRASSE")), true, "(it holds /home/a/Stra\u00dfe/keys)"},
+		{"fold, an ask", tree(fsWrite("/NAR")), true, "(it holds /nar/r\u00e9sum\u00e9/drafts)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := req("fs", "t", tt.cap)
+			r.FoldCase = tt.fold
+			if got := s.Decide(r).Reason(); !strings.Contains(got, tt.want) {
+				t.Errorf("reason %q lacks %q", got, tt.want)
+			}
+			if got := s.Explain(r).String(); !strings.Contains(got, "under it)") {
+				t.Errorf("explanation does not mark the folder under the path:\n%s", got)
+			}
+		})
+	}
+}
