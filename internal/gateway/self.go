@@ -107,10 +107,12 @@ func (e *Engine) selfCheck(caps []capability.Capability, fold bool) error {
 				}
 				return refusal(RuleSelf, "%s %s is aegis's own (under %s: its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path, own)
 			}
+			// A directory that holds a protected path, in the same
+			// forms: a write, or a subtree read, acts on what it holds.
 			if c.Kind == capability.FSWrite && under(pp, p) {
 				return refusal(RuleSelf, "%s %s would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may write", c.Kind, c.Path, own)
 			}
-			if c.Subtree && capability.PathUnder(own, c.Path) {
+			if c.Subtree && under(pp, p) {
 				return refusal(RuleSelf, "%s %s and everything under it would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may read", c.Kind, c.Path, own)
 			}
 		}

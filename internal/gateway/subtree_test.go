@@ -118,3 +118,63 @@ func TestSubtreeRecorded(t *testing.T) {
 		t.Errorf("recheck: %s (%s), ok %v; want the same denial by no-ssh", again.Effect, again.Reason(), ok)
 	}
 }
+
+// TestSubtreeSpellings: a tree, a search or a move of a directory meets
+// the rules of the folders under it by every spelling the server's file
+// system reads as theirs (DESIGN.md R34): the NFC a call is canonicalised
+// to meets a folder the policy names in NFD, and on a case-insensitive
+// volume a directory named in another case meets a deny under it by its
+// fold key, an ask in ASCII case.
+func TestSubtreeSpellings(t *testing.T) {
+	data, err := os.ReadFile("testdata/subtree-spelling.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse("testdata/subtree-spelling.yaml", data, &policy.Options{Home: "/home/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := func(fold bool) *Engine {
+		e, err := New(p, []*Server{{
+			Name:            "fs",
+			Bindings:        binding.Builtins()["filesystem"].Tools,
+			Options:         binding.Options{Path: capability.PathOptions{Home: "/home/a"}},
+			CaseInsensitive: fold,
+		}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	tests := []struct {
+		name, tool, args string
+		fold             bool
+		want             policy.Effect
+		rule             string // the rule the reason names
+	}{
+		{"tree of the NFC parent of an NFD deny", "directory_tree", `{"path":"/home/a/caf\u00e9"}`, false, policy.Deny, "no-cafe-secret"},
+		{"tree of the NFD parent of an NFD deny", "directory_tree", `{"path":"/home/a/cafe\u0301"}`, false, policy.Deny, "no-cafe-secret"},
+		{"case-sensitive: tree of the home", "directory_tree", `{"path":"~"}`, false, policy.Deny, "no-ssh"},
+		{"case-sensitive: /HOME/a is another folder", "directory_tree", `{"path":"/HOME/a"}`, false, policy.Deny, ""},
+		{"fold: tree of /HOME/a", "directory_tree", `{"path":"/HOME/a"}`, true, policy.Deny, "no-ssh"},
+		{"fold: search of /Home/A", "search_files", `{"path":"/Home/A","pattern":"id_"}`, true, policy.Deny, "no-ssh"},
+		{"fold: move of /HOME/A", "move_file", `{"source":"/HOME/A","destination":"/home/a2"}`, true, policy.Deny, "no-ssh"},
+		{"fold: tree of STRASSE over Straße", "directory_tree", `{"path":"/home/a/STRASSE"}`, true, policy.Deny, "no-strasse"},
+		{"fold: tree of CAFÉ over café in NFD", "directory_tree", `{"path":"/HOME/A/CAF\u00c9"}`, true, policy.Deny, "no-cafe-secret"},
+		{"fold: move of PROJECTS over an ask", "move_file", `{"source":"/home/a/PROJECTS","destination":"/home/a/p2"}`, true, policy.Ask, "ask-shared"},
+		{"fold: tree of a sibling", "directory_tree", `{"path":"/HOME/A/projects"}`, true, policy.Allow, ""},
+		{"fold: a plain listing of /HOME/A", "list_directory", `{"path":"/HOME/A"}`, true, policy.Allow, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := engine(tt.fold)
+			v := e.Check(context.Background(), &Call{Server: "fs", Tool: tt.tool, Arguments: []byte(tt.args)})
+			if v.Effect != tt.want {
+				t.Fatalf("effect %s (%s), want %s", v.Effect, v.Reason(), tt.want)
+			}
+			if tt.rule != "" && !strings.Contains(v.Reason(), `rule "`+tt.rule+`"`) {
+				t.Errorf("reason %q does not name rule %q", v.Reason(), tt.rule)
+			}
+		})
+	}
+}
