@@ -95,6 +95,21 @@ func TestCanonicalGolden(t *testing.T) {
 				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
 		},
 		{
+			// The two optional keys, one of the entry and one of a
+			// capability, together: a prompt's argument bound as a
+			// whole subtree.
+			name: "a method and a subtree capability",
+			e: func() *Entry {
+				e := minimal()
+				e.Method, e.Tool = "prompts/get", "summarize"
+				e.Caps = []Cap{{Kind: "fs.read", Path: "/home/a", Subtree: true}}
+				return e
+			}(),
+			want: `{"args_hash":"","bound":false,"caps":[{"kind":"fs.read","path":"/home/a","subtree":true}],"decision":"allow","envelope":"","method":"prompts/get","mode":"enforce","origin":"","policy_hash":"",` +
+				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
+				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"summarize","tool_schema_hash":"","v":1,"would":""}`,
+		},
+		{
 			name: "capabilities and escapes",
 			e: &Entry{Seq: 2, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600)), Decision: Ask, Mode: Enforce,
 				Caps: []Cap{{Kind: "exec", Program: "sh", Argv: []string{"a\"\\\b\f\n\r\t\x01\x7f/"}, Shell: true, Command: "x"}, {Kind: "net.connect", Host: "h", Port: 1}}},
