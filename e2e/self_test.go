@@ -70,6 +70,9 @@ func TestSelfProtection(t *testing.T) {
 		{name: "move_file of the state directory's parent", tool: "move_file", args: map[string]any{"source": h(".local/state"), "destination": h("projects/stolen")}, want: record.Deny, paths: []string{h(".local/state")}},
 		{name: "move_file of the configuration's directory", tool: "move_file", args: map[string]any{"source": confDir + "/", "destination": h("projects/conf")}, want: record.Deny, paths: []string{confDir}},
 		{name: "move_file of a file over aegis.yaml", tool: "move_file", args: map[string]any{"source": h("projects/notes.txt"), "destination": config}, want: record.Deny, paths: []string{config}},
+		// A tree or a search of a parent lists what is inside: refused.
+		{name: "directory_tree of the home", tool: "directory_tree", args: map[string]any{"path": home}, want: record.Deny, paths: []string{home}},
+		{name: "search_files of the home for the key", tool: "search_files", args: map[string]any{"path": home, "pattern": "**/chain.key"}, want: record.Deny, paths: []string{home}},
 		// A listing of a parent shows names, not contents: allowed.
 		{name: "list_directory of the state directory's parent", tool: "list_directory", args: map[string]any{"path": h(".local/state")}, want: record.Allow, contains: "aegis"},
 	}

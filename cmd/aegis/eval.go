@@ -161,6 +161,7 @@ func decisionOf(n int, eng *gateway.Engine, v *gateway.Verdict) decisionLine {
 type capJSON struct {
 	Kind    string   `json:"kind"`
 	Path    string   `json:"path,omitempty"`
+	Subtree bool     `json:"subtree,omitempty"`
 	Scheme  string   `json:"scheme,omitempty"`
 	Host    string   `json:"host,omitempty"`
 	Port    uint16   `json:"port,omitempty"`
@@ -178,7 +179,7 @@ func capsJSON(caps []capability.Capability) []capJSON {
 	out := make([]capJSON, 0, len(caps))
 	for _, c := range caps {
 		j := capJSON{
-			Kind: c.Kind.String(), Path: c.Path,
+			Kind: c.Kind.String(), Path: c.Path, Subtree: c.Subtree,
 			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
 			IDKind: c.IDKind, ID: c.ID,

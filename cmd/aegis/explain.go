@@ -89,6 +89,8 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 
 func capLine(c capJSON) string {
 	switch {
+	case c.Path != "" && c.Subtree:
+		return c.Kind + " " + c.Path + " and everything under it"
 	case c.Path != "":
 		return c.Kind + " " + c.Path
 	case c.Host != "":

@@ -51,6 +51,12 @@ type Arg struct {
 	// IDKind names the kind of object an id argument refers to
 	// (mail.message). It is a type label for provenance, not a scope.
 	IDKind string
+	// Subtree marks an fs.read or fs.write argument whose tool acts on
+	// everything under the path, not on the path alone: a move or delete
+	// of a directory, a recursive listing or search. Its capabilities
+	// carry [capability.Capability].Subtree. Like the other fields it can
+	// only make a call need more authority, never less.
+	Subtree bool
 }
 
 // Binding is the binding of one tool.

@@ -82,13 +82,18 @@ func table(bs ...*Binding) Table {
 
 // filesystemBuiltin models @modelcontextprotocol/server-filesystem
 // (2026.8.31): every tool it lists, with every capability its effect has
-// (an edit reads and writes; a move reads what it carries). The server expands "~" with its own
+// (an edit reads and writes; a move reads what it carries), and each
+// argument the tool acts on recursively marked Subtree (a move, a tree, a
+// search). The server expands "~" with its own
 // HOME, resolves a relative path against its allowed directories (its
 // command-line arguments, which `aegis run` sees; Semantics.ArgDirs), follows symbolic links for
 // reads and writes, and matches missing components NFC-equivalently.
 func filesystemBuiltin() *Builtin {
 	r := func(ptr string) Arg { return curatedArg(ptr, capability.FSRead, FormPath) }
 	w := func(ptr string) Arg { return curatedArg(ptr, capability.FSWrite, FormPath) }
+	// rt and wt bind a path the tool acts on with everything under it.
+	rt := func(ptr string) Arg { a := r(ptr); a.Subtree = true; return a }
+	wt := func(ptr string) Arg { a := w(ptr); a.Subtree = true; return a }
 	const (
 		ro = capability.TierReadOnly
 		dr = capability.TierDataRead
@@ -111,14 +116,25 @@ func filesystemBuiltin() *Builtin {
 			// (all a dry run is for), so a grant to write is not enough.
 			&Binding{Tool: "edit_file", Tier: mu, Args: []Arg{r("/path"), w("/path")}},
 			&Binding{Tool: "create_directory", Tier: mu, Args: []Arg{w("/path")}},
+			// A listing reads the directory itself: the names of its own
+			// entries (and, with sizes, their sizes), never what is inside
+			// a child directory, which needs a read of that child. So it
+			// is no subtree read: a deny rule on ~/.ssh does not refuse
+			// listing ~, which would refuse listing any home.
 			&Binding{Tool: "list_directory", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "list_directory_with_sizes", Tier: dr, Args: []Arg{r("/path")}},
-			&Binding{Tool: "directory_tree", Tier: dr, Args: []Arg{r("/path")}},
+			// A tree lists every directory under the path, and a search
+			// every name under it: each reads the whole subtree's names.
+			// Their excludePatterns are the model's to set, so aegis does
+			// not count on them to leave a denied folder out.
+			&Binding{Tool: "directory_tree", Tier: dr, Args: []Arg{rt("/path")}},
 			// A move deletes the source and writes the destination; and it
 			// reads the source, whose content it carries to the destination,
-			// where another grant may let the model read it.
-			&Binding{Tool: "move_file", Tier: mu, Args: []Arg{r("/source"), w("/source"), w("/destination")}},
-			&Binding{Tool: "search_files", Tier: dr, Args: []Arg{r("/path")}},
+			// where another grant may let the model read it. A directory
+			// moves with everything under it, so both ends are subtrees:
+			// the source's contents leave, and arrive under the destination.
+			&Binding{Tool: "move_file", Tier: mu, Args: []Arg{rt("/source"), wt("/source"), wt("/destination")}},
+			&Binding{Tool: "search_files", Tier: dr, Args: []Arg{rt("/path")}},
 			&Binding{Tool: "get_file_info", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "list_allowed_directories", Tier: ro},
 		),

@@ -111,7 +111,7 @@ func (a *Arg) derivePath(c *capability.Capability, v args.Value, o *Options) err
 	if err != nil {
 		return err
 	}
-	c.Kind, c.Path = a.Kind, p
+	c.Kind, c.Path, c.Subtree = a.Kind, p, a.Subtree
 	return nil
 }
 

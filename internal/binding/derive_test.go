@@ -33,6 +33,12 @@ func fsWrite(p string) capability.Capability {
 	return capability.Capability{Kind: capability.FSWrite, Path: p}
 }
 
+// subtree marks c as acting on everything under its path.
+func subtree(c capability.Capability) capability.Capability {
+	c.Subtree = true
+	return c
+}
+
 // TestFilesystemBuiltin walks the curated filesystem table with the
 // spellings an attacker would try for one file.
 func TestFilesystemBuiltin(t *testing.T) {
@@ -59,12 +65,16 @@ func TestFilesystemBuiltin(t *testing.T) {
 		{name: "multiple files, not a list", tool: "read_multiple_files", args: `{"paths":"~/.ssh/id_rsa"}`},
 		{name: "multiple files, number inside", tool: "read_multiple_files", args: `{"paths":["/a",7]}`, wantErr: "/paths/1"},
 		{name: "move reads its source and writes both", tool: "move_file", args: `{"source":"~/projects/a","destination":"~/.ssh/authorized_keys"}`,
-			want: []capability.Capability{fsRead("/home/alice/projects/a"), fsWrite("/home/alice/projects/a"), fsWrite("/home/alice/.ssh/authorized_keys")}},
+			want: []capability.Capability{subtree(fsRead("/home/alice/projects/a")), subtree(fsWrite("/home/alice/projects/a")), subtree(fsWrite("/home/alice/.ssh/authorized_keys"))}},
+		{name: "move of a whole home", tool: "move_file", args: `{"source":"~/","destination":"/tmp/h"}`,
+			want: []capability.Capability{subtree(fsRead("/home/alice")), subtree(fsWrite("/home/alice")), subtree(fsWrite("/tmp/h"))}},
 		{name: "edit reads and writes, even as a dry run", tool: "edit_file", args: `{"path":"~/.bashrc","edits":[],"dryRun":true}`,
 			want: []capability.Capability{fsRead("/home/alice/.bashrc"), fsWrite("/home/alice/.bashrc")}},
 		{name: "create directory writes", tool: "create_directory", args: `{"path":"~/.ssh"}`, want: []capability.Capability{fsWrite("/home/alice/.ssh")}},
-		{name: "search reads its root", tool: "search_files", args: `{"path":"~","pattern":"id_rsa"}`, want: []capability.Capability{fsRead("/home/alice")}},
-		{name: "tree", tool: "directory_tree", args: `{"path":"/"}`, want: []capability.Capability{fsRead("/")}},
+		{name: "search reads its root", tool: "search_files", args: `{"path":"~","pattern":"id_rsa"}`, want: []capability.Capability{subtree(fsRead("/home/alice"))}},
+		{name: "tree", tool: "directory_tree", args: `{"path":"/"}`, want: []capability.Capability{subtree(fsRead("/"))}},
+		{name: "a listing reads the directory alone", tool: "list_directory", args: `{"path":"~"}`, want: []capability.Capability{fsRead("/home/alice")}},
+		{name: "a listing with sizes too", tool: "list_directory_with_sizes", args: `{"path":"~"}`, want: []capability.Capability{fsRead("/home/alice")}},
 		{name: "list allowed directories has no resource", tool: "list_allowed_directories", args: `{}`},
 		{name: "relative path fails closed", tool: "read_file", args: `{"path":".ssh/id_rsa"}`, wantErr: "argument /path (fs.read)"},
 		{name: "leading space is relative to the server", tool: "read_file", args: `{"path":" ~/.ssh/id_rsa"}`, wantErr: "/path"},

@@ -20,8 +20,12 @@ import (
 //	    args:
 //	      - {pointer: /to/*, kind: id, id_kind: mail.contact}
 //	      - {pointer: /attachments/*/path, kind: fs.read}
+//	  move_folder:
+//	    tier: mutating
+//	    args:
+//	      - {pointer: /from, kind: fs.write, subtree: true}
 //
-// An arg has exactly these four keys; none can hold a limit, a scope or a
+// An arg has exactly these five keys; none can hold a limit, a scope or a
 // path prefix, by construction.
 type fileDoc struct {
 	Version int                  `yaml:"version,required"`
@@ -42,6 +46,7 @@ type fileArg struct {
 	Kind    kindValue      `yaml:"kind,required"`
 	Form    formValue      `yaml:"form"`
 	IDKind  idKindValue    `yaml:"id_kind"`
+	Subtree subtreeValue   `yaml:"subtree"`
 }
 
 func (*fileArg) YAMLName() string { return "arg" }
@@ -106,6 +111,28 @@ func (f *formValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
 		}
 	}
 	return strictyaml.Errorf(file, n, "unknown form %q (want path, url, host, command or plain)", s)
+}
+
+// subtreeValue is the subtree key: true marks an fs argument whose tool
+// acts on everything under the path.
+type subtreeValue struct {
+	set bool
+	pos strictyaml.Pos
+}
+
+func (v *subtreeValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		return strictyaml.Errorf(file, n, "subtree: want true or false")
+	}
+	switch n.Value {
+	case "true":
+		v.set = true
+	case "false":
+	default:
+		return strictyaml.Errorf(file, n, "subtree: want true or false, not %q", n.Value)
+	}
+	v.pos = strictyaml.PosOf(file, n)
+	return nil
 }
 
 type idKindValue struct {
@@ -182,7 +209,7 @@ func Parse(file string, data []byte) (Table, error) {
 				errs.AddError(strictyaml.ErrorAt(ft.Pos, "tool %q: an empty arg", name))
 				continue
 			}
-			a := Arg{Pointer: fa.Pointer.Pointer, Kind: fa.Kind.Kind, Form: fa.Form.Form, IDKind: fa.IDKind.name}
+			a := Arg{Pointer: fa.Pointer.Pointer, Kind: fa.Kind.Kind, Form: fa.Form.Form, IDKind: fa.IDKind.name, Subtree: fa.Subtree.set}
 			if a.Form != FormDefault && !validForm(a.Kind, a.Form) {
 				errs.AddError(strictyaml.ErrorAt(fa.Form.pos, "form %s does not apply to %s", a.Form, a.Kind))
 			}
@@ -191,6 +218,9 @@ func Parse(file string, data []byte) (Table, error) {
 				errs.AddError(strictyaml.ErrorAt(fa.Pos, "an id argument needs id_kind"))
 			case a.Kind != capability.ID && a.IDKind != "":
 				errs.AddError(strictyaml.ErrorAt(fa.IDKind.pos, "id_kind applies only to kind id, not %s", a.Kind))
+			}
+			if a.Subtree && (a.Kind != capability.FSRead && a.Kind != capability.FSWrite || a.form() != FormPath) {
+				errs.AddError(strictyaml.ErrorAt(fa.Subtree.pos, "subtree applies only to a path of kind fs.read or fs.write, not %s", a.Kind))
 			}
 			b.Args = append(b.Args, a)
 		}
@@ -225,6 +255,9 @@ func (b *Binding) String() string {
 		s += fmt.Sprintf(" %s %s", a.Pointer, a.Kind)
 		if a.IDKind != "" {
 			s += "(" + a.IDKind + ")"
+		}
+		if a.Subtree {
+			s += "(subtree)"
 		}
 	}
 	return s

@@ -1,9 +1,13 @@
 package binding
 
 import (
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 )
@@ -61,6 +65,14 @@ func TestParseErrors(t *testing.T) {
 			`b.yaml:6:47: id_kind applies only to kind id`},
 		{"id_kind that looks like a path", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: id, id_kind: /home}\n",
 			`b.yaml:6:42: id_kind "/home"`},
+		{"subtree on a URL", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: net.connect, subtree: true}\n",
+			`b.yaml:6:51: subtree applies only to a path of kind fs.read or fs.write, not net.connect`},
+		{"subtree on an id", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: id, id_kind: x, subtree: true}\n",
+			`b.yaml:6:54: subtree applies only to a path`},
+		{"subtree not a boolean", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: fs.write, subtree: \"true\"}\n",
+			`b.yaml:6:48: subtree: want true or false`},
+		{"subtree as a word", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: fs.write, subtree: recursive}\n",
+			`b.yaml:6:48: subtree: want true or false`},
 		{"wrong version", "version: 2\ntools: {}\n", `b.yaml:1:1: version 2: want 1`},
 		{"not yaml", "version: [\n", `b.yaml:`},
 	}
@@ -71,6 +83,36 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("error = %v\nwant one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseSubtree: subtree: true marks an fs argument whose tool acts on
+// everything under the path, and its capabilities carry the mark; false,
+// or no key, leaves it off.
+func TestParseSubtree(t *testing.T) {
+	src := "version: 1\ntools:\n  rm_tree:\n    tier: mutating\n    args:\n" +
+		"      - {pointer: /dir, kind: fs.write, subtree: true}\n" +
+		"      - {pointer: /log, kind: fs.write, subtree: false}\n" +
+		"      - {pointer: /conf, kind: fs.read}\n"
+	tab, err := Parse("b.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tab["rm_tree"]
+	if got, want := b.String(), "rm_tree (mutating): /dir fs.write(subtree) /log fs.write /conf fs.read"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	got, err := derive(t, b, `{"dir":"/tmp/a/../b","log":"/tmp/l","conf":"/etc/c"}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []capability.Capability{
+		{Kind: capability.FSWrite, Path: "/tmp/b", Subtree: true},
+		{Kind: capability.FSWrite, Path: "/tmp/l"},
+		{Kind: capability.FSRead, Path: "/etc/c"},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Addr{})); diff != "" {
+		t.Errorf("derived (-want +got):\n%s", diff)
 	}
 }
 
@@ -94,6 +136,9 @@ func FuzzParse(f *testing.F) {
 				}
 				if (a.Kind == capability.ID) != (a.IDKind != "") {
 					t.Fatalf("accepted id_kind %q on %v", a.IDKind, a.Kind)
+				}
+				if a.Subtree && a.Kind != capability.FSRead && a.Kind != capability.FSWrite {
+					t.Fatalf("accepted subtree on %v", a.Kind)
 				}
 			}
 		}

@@ -55,6 +55,11 @@ type Capability struct {
 	// Path is the absolute, clean path of an fs.read or fs.write, with
 	// symbolic links resolved where the server is local.
 	Path string
+	// Subtree says the fs.read or fs.write acts on Path and on everything
+	// under it: a move or delete of a directory, a recursive listing or
+	// search. The policy allows it only if it would allow the kind on
+	// every path under Path (package policy).
+	Subtree bool
 
 	// Scheme, Host, Port and URL describe a net.connect. Scheme is empty
 	// when the argument named a bare host. Host is the canonical host: a

@@ -50,6 +50,32 @@ func TestSpecVector(t *testing.T) {
 	}
 }
 
+// TestSpecSubtreeVector checks SPEC.md's subtree example: it verifies
+// strictly with the example key, and its capability reads back as a
+// subtree; the python verifier agrees (TestSpecPythonVerifier).
+func TestSpecSubtreeVector(t *testing.T) {
+	pub, err := ParsePublicKey([]byte(specBlock(t, "spec-vector-key")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg := specBlock(t, "spec-vector-subtree")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, segmentName(1)), []byte(seg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyWith(dir, pub, &VerifyOptions{AllSignatures: true, Strict: true})
+	if err != nil || rep.Entries != 1 || rep.Signed != 1 {
+		t.Fatalf("SPEC.md subtree example: %+v, %v", rep, err)
+	}
+	var e record.Entry
+	if _, err := record.Decode([]byte(strings.SplitN(seg, "\n", 2)[0]), &e); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Caps) != 1 || !e.Caps[0].Subtree || e.Caps[0].Path != "/home/alice" {
+		t.Errorf("decoded capabilities %+v, want one subtree fs.read of /home/alice", e.Caps)
+	}
+}
+
 // TestSpecPythonVerifier runs testdata/spec_verify.py, a verifier written
 // from SPEC.md alone in another language, beside Verify on the same chains
 // (the example, a chain written by a Log, and tampered pictures) and
@@ -106,6 +132,9 @@ func TestSpecPythonVerifier(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, segmentName(1)), []byte(specBlock(t, "spec-vector-segment")), 0o600)
 	same("SPEC.md example", dir, specBlock(t, "spec-vector-key"))
+	subDir := t.TempDir()
+	os.WriteFile(filepath.Join(subDir, segmentName(1)), []byte(specBlock(t, "spec-vector-subtree")), 0o600)
+	same("SPEC.md subtree example", subDir, specBlock(t, "spec-vector-key"))
 
 	logDir := memTempDir(t)
 	l := openT(t, logDir, &Options{SegmentSize: 4 << 10, wrap: noSync})

@@ -61,16 +61,16 @@ func protectedPaths(in []string) (paths, keys []string, err error) {
 
 // selfCheck refuses caps, under [RuleSelf], if one of them reads or writes
 // one of aegis's own paths: an fs.read or fs.write of a protected path or
-// of anything under it, and an fs.write of a directory that holds one (a
+// of anything under it, an fs.write of a directory that holds one (a
 // write, move or delete of a parent acts on its whole subtree: moving
-// ~/.local/state moves the state directory with it).
+// ~/.local/state moves the state directory with it), and a subtree fs.read
+// of one (capability.Capability.Subtree: a tree or a search of ~ lists
+// what is inside the state directory).
 //
-// An fs.read of a directory above a protected path is allowed: reading a
-// directory lists it, which shows the names of the entries and not their
-// contents, and refusing it would refuse listing the home directory. A
-// tool that reads the files of a whole tree (a recursive grep) bound as
-// one fs.read of its root is not held by this rule; its binding should
-// say so by other means.
+// A plain fs.read of a directory above a protected path is allowed:
+// reading a directory lists it, which shows the names of its own entries
+// and not what is inside them, and refusing it would refuse listing the
+// home directory.
 //
 // The capabilities' paths are canonical (package capability: clean, links
 // resolved for a local server, NFC), and so are the protected ones, in
@@ -107,8 +107,13 @@ func (e *Engine) selfCheck(caps []capability.Capability, fold bool) error {
 				}
 				return refusal(RuleSelf, "%s %s is aegis's own (under %s: its configuration, policy, bindings or state), which no wrapped server may read or write", c.Kind, c.Path, own)
 			}
+			// A directory that holds a protected path, in the same
+			// forms: a write, or a subtree read, acts on what it holds.
 			if c.Kind == capability.FSWrite && under(pp, p) {
 				return refusal(RuleSelf, "%s %s would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may write", c.Kind, c.Path, own)
+			}
+			if c.Subtree && under(pp, p) {
+				return refusal(RuleSelf, "%s %s and everything under it would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may read", c.Kind, c.Path, own)
 			}
 		}
 	}

@@ -134,6 +134,14 @@ func TestSelfAdversarial(t *testing.T) {
 		{"write next to aegis.yaml", "write_file", `{"path":"` + w.home + `/work/notes.txt","content":"x"}`, false, ""},
 		{"write a name that only starts like the state", "write_file", `{"path":"` + w.state + `-old/x","content":"x"}`, false, ""},
 		{"write aegis.yaml.bak", "write_file", `{"path":"` + w.config + `.bak","content":"x"}`, false, ""},
+		// A tree or a search of a parent lists what is inside (R34).
+		{"tree of home", "directory_tree", `{"path":"~"}`, true, w.state},
+		{"tree of the state directory's parent", "directory_tree", `{"path":"` + filepath.Dir(w.state) + `"}`, true, w.state},
+		{"tree of the root", "directory_tree", `{"path":"/"}`, true, w.state},
+		{"search home for the key", "search_files", `{"path":"` + w.home + `","pattern":"**/chain.key"}`, true, w.state},
+		{"search home through a linked home", "search_files", `{"path":"` + w.viaLink + `/u","pattern":"*"}`, true, w.state},
+		{"tree of the config's directory", "directory_tree", `{"path":"` + w.home + `/work"}`, true, w.config},
+		{"tree of the projects", "directory_tree", `{"path":"` + w.home + `/projects"}`, false, ""},
 		// A listing shows names, not contents (see selfCheck).
 		{"list the state directory's parent", "list_directory", `{"path":"` + filepath.Dir(w.state) + `"}`, false, ""},
 		{"list home", "list_directory", `{"path":"~"}`, false, ""},
@@ -276,29 +284,46 @@ func TestSelfSpellings(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name string
-		kind capability.Kind
-		path string
-		fold bool
-		deny bool
+		name    string
+		kind    capability.Kind
+		path    string
+		subtree bool // a tree, a search, a move of everything under path
+		fold    bool
+		deny    bool
 	}{
-		{"NFC twin of the state", capability.FSRead, "/home/u/\u00e9tat/aegis/chain.key", false, true},
-		{"NFD state", capability.FSRead, "/home/u/e\u0301tat/aegis", false, true},
-		{"case-sensitive: another file", capability.FSRead, "/home/u/.config/aegis/AEGIS.yaml", false, false},
-		{"fold: config in upper case", capability.FSRead, "/HOME/U/.CONFIG/Aegis/aegis.yaml", true, true},
-		{"fold: state in upper case, NFC", capability.FSWrite, "/home/u/\u00c9TAT/AEGIS/pins/fs.json", true, true},
-		{"fold: state in upper case, NFD", capability.FSRead, "/home/u/E\u0301TAT/aegis", true, true},
-		{"fold: long s in the config", capability.FSRead, "/home/u/.config/aegi\u017f/aegis.yaml", true, true},
-		{"fold: writing a parent in upper case", capability.FSWrite, "/HOME/U/.Config", true, true},
-		{"fold: reading a parent lists it", capability.FSRead, "/HOME/U/.Config", true, false},
-		{"fold: a sibling", capability.FSWrite, "/home/u/.config/aegis/aegis.yaml.bak", true, false},
-		{"fold: a path with no key", capability.FSRead, "/home/u/\u200c", true, true},
+		{"NFC twin of the state", capability.FSRead, "/home/u/\u00e9tat/aegis/chain.key", false, false, true},
+		{"NFD state", capability.FSRead, "/home/u/e\u0301tat/aegis", false, false, true},
+		{"case-sensitive: another file", capability.FSRead, "/home/u/.config/aegis/AEGIS.yaml", false, false, false},
+		{"fold: config in upper case", capability.FSRead, "/HOME/U/.CONFIG/Aegis/aegis.yaml", false, true, true},
+		{"fold: state in upper case, NFC", capability.FSWrite, "/home/u/\u00c9TAT/AEGIS/pins/fs.json", false, true, true},
+		{"fold: state in upper case, NFD", capability.FSRead, "/home/u/E\u0301TAT/aegis", false, true, true},
+		{"fold: long s in the config", capability.FSRead, "/home/u/.config/aegi\u017f/aegis.yaml", false, true, true},
+		{"fold: writing a parent in upper case", capability.FSWrite, "/HOME/U/.Config", false, true, true},
+		{"fold: reading a parent lists it", capability.FSRead, "/HOME/U/.Config", false, true, false},
+		{"fold: a sibling", capability.FSWrite, "/home/u/.config/aegis/aegis.yaml.bak", false, true, false},
+		{"fold: a path with no key", capability.FSRead, "/home/u/\u200c", false, true, true},
+		// A subtree read or write of a directory that holds aegis's
+		// files, by every spelling of the directory.
+		{"subtree: NFC parent of the NFD state", capability.FSRead, "/home/u/\u00e9tat", true, false, true},
+		{"subtree: NFD parent of the NFD state", capability.FSRead, "/home/u/e\u0301tat", true, false, true},
+		{"subtree: the home holds both", capability.FSRead, "/home/u", true, false, true},
+		{"subtree: a sibling of the NFD state", capability.FSRead, "/home/u/\u00e9tats", true, false, false},
+		{"subtree: case-sensitive, another folder", capability.FSRead, "/HOME/U", true, false, false},
+		{"subtree, fold: /HOME/U holds the config", capability.FSRead, "/HOME/U", true, true, true},
+		{"subtree, fold: .CONFIG holds the config", capability.FSRead, "/home/u/.CONFIG", true, true, true},
+		{"subtree, fold: the state's parent in upper case and NFD", capability.FSRead, "/home/u/E\u0301TAT", true, true, true},
+		{"subtree, fold: the state's parent in upper case and NFC", capability.FSWrite, "/HOME/u/\u00c9TAT", true, true, true},
+		{"subtree, fold: a joiner HFS+ ignores", capability.FSRead, "/home/u/.con\u200cfig", true, true, true},
+		{"subtree, fold: long s", capability.FSRead, "/home/u/.config/aegi\u017f", true, true, true},
+		{"subtree, fold: a sibling", capability.FSRead, "/HOME/U/.configs", true, true, false},
+		{"subtree, fold: the projects", capability.FSRead, "/HOME/U/Projects", true, true, false},
+		{"fold: a plain read of the parent lists it", capability.FSRead, "/HOME/U/E\u0301TAT", false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := e.selfCheck([]capability.Capability{{Kind: tt.kind, Path: tt.path}}, tt.fold)
+			err := e.selfCheck([]capability.Capability{{Kind: tt.kind, Path: tt.path, Subtree: tt.subtree}}, tt.fold)
 			if (err != nil) != tt.deny {
-				t.Errorf("selfCheck(%s %+q, fold %v) = %v, want deny %v", tt.kind, tt.path, tt.fold, err, tt.deny)
+				t.Errorf("selfCheck(%s %+q, subtree %v, fold %v) = %v, want deny %v", tt.kind, tt.path, tt.subtree, tt.fold, err, tt.deny)
 			}
 		})
 	}

@@ -190,6 +190,36 @@ func BenchmarkDecide1100NFD(b *testing.B) {
 	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Allow)
 }
 
+// BenchmarkDecide1100Subtree decides the call of BenchmarkDecide1100 with
+// its fs capabilities on whole subtrees: the write's folder holds no deny
+// or ask rule, and the read's parent directory is /srv/projects, under
+// which the policy denies .env files and a .git folder.
+func BenchmarkDecide1100Subtree(b *testing.B) {
+	r := benchRequest()
+	r.Caps[0] = tree(fsRead("/srv/projects/team-537/src"))
+	r.Caps[1] = tree(fsWrite("/srv/projects/team-537/build"))
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Allow)
+}
+
+// BenchmarkDecide1100SubtreeDeny decides a move of the projects folder,
+// under which the policy denies .env files of three teams.
+func BenchmarkDecide1100SubtreeDeny(b *testing.B) {
+	r := benchRequest()
+	r.Caps[1] = tree(fsWrite("/srv/projects"))
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Deny)
+}
+
+// BenchmarkDecide1100SubtreeFold is BenchmarkDecide1100Subtree for a
+// server on a case-insensitive volume, its paths in another case: the
+// folders under them are found among fold keys.
+func BenchmarkDecide1100SubtreeFold(b *testing.B) {
+	r := benchRequest()
+	r.FoldCase = true
+	r.Caps[0] = tree(fsRead("/srv/Projects/Team-537/src"))
+	r.Caps[1] = tree(fsWrite("/SRV/projects/team-537/Build"))
+	benchDecide(b, fixture(b, "bench_1100.yaml"), r, Allow)
+}
+
 func BenchmarkDecideCEL(b *testing.B) {
 	r := &Request{
 		Server: "fs", Tool: "read_file", Principal: "alice", Roles: []string{"dev"},
@@ -210,6 +240,15 @@ func TestDecideAllocs(t *testing.T) {
 			with(benchRequest(), func(r *Request) { r.FoldCase = true; r.Caps[0] = fsRead("/srv/Projects/Team-537/src/main.go") }),
 			// A path that is not ASCII but already in NFC.
 			with(benchRequest(), func(r *Request) { r.Caps[0] = fsRead("/srv/projects/team-537/src/caf\u00e9.go") }),
+			// A subtree, which meets what the policy says under it, and
+			// on a case-insensitive volume in any case.
+			with(benchRequest(), func(r *Request) { r.Caps[1] = tree(fsWrite("/srv/projects")) }),
+			with(benchRequest(), func(r *Request) { r.FoldCase = true; r.Caps[1] = tree(fsWrite("/SRV/Projects")) }),
+			with(benchRequest(), func(r *Request) {
+				r.FoldCase = true
+				r.Caps[0] = tree(fsRead("/srv/Projects/Team-537/src"))
+				r.Caps[1] = tree(fsWrite("/HOME/A"))
+			}),
 		} {
 			if n := testing.AllocsPerRun(100, func() { s.Decide(r) }); n != 0 {
 				t.Errorf("%s: Decide allocates %v times per call, want 0", name, n)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
@@ -48,6 +50,7 @@ type celCap struct {
 	Shell   bool     `cel:"shell"`
 	IDKind  string   `cel:"id_kind"`
 	ID      string   `cel:"id"`
+	Subtree bool     `cel:"subtree"`
 }
 
 // celVars holds what the conditions of one Decide evaluate: the request
@@ -134,6 +137,7 @@ func (v *celVars) activation() *celActivation {
 		Shell:   c.Shell,
 		IDKind:  c.IDKind,
 		ID:      c.ID,
+		Subtree: c.Subtree,
 	}
 	if a.cap.Argv == nil {
 		a.cap.Argv = []string{}
@@ -155,6 +159,10 @@ type condition struct {
 	text string
 	prg  cel.Program
 	fast fastBool // nil when the condition is outside the fast subset
+	// partial evaluates the condition with cap.path unknown, for a
+	// capability on a whole subtree (evalSubtree); nil when the
+	// condition does not read cap, and so means the same for every path.
+	partial cel.Program
 }
 
 // compileCondition type-checks expr; the error is one line.
@@ -181,7 +189,51 @@ func compileCondition(expr string) (*condition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad condition: %v", err)
 	}
-	return &condition{text: expr, prg: prg, fast: compileFast(ast.NativeRep())}, nil
+	c := &condition{text: expr, prg: prg, fast: compileFast(ast.NativeRep())}
+	if readsCap(ast.NativeRep()) {
+		c.partial, err = env.Program(ast, cel.CostLimit(celCostLimit), cel.EvalOptions(cel.OptPartialEval))
+		if err != nil {
+			return nil, fmt.Errorf("bad condition: %v", err)
+		}
+	}
+	return c, nil
+}
+
+// readsCap reports whether a checked condition refers to the cap
+// variable. It may say so of a condition that does not (a comprehension
+// variable named cap), never the reverse.
+func readsCap(a *celast.AST) bool {
+	for _, ref := range a.ReferenceMap() {
+		if ref.Name == "cap" {
+			return true
+		}
+	}
+	return false
+}
+
+// errSubtreeUnknown is the outcome of a condition that depends on the path
+// of a capability on a whole subtree: its value for the paths under the
+// capability's own is not known, so it fails closed like a condition that
+// fails to evaluate.
+var errSubtreeUnknown = errors.New("it depends on cap.path, which has no one value for a whole subtree")
+
+// evalSubtree evaluates the condition for a capability on v's path and
+// everything under it, which MUST be current in v: with cap.path unknown,
+// so that the answer holds for every path under it, or is errSubtreeUnknown.
+// A condition that does not read cap is evaluated as usual.
+func (c *condition) evalSubtree(v *celVars) (bool, error) {
+	if c.partial == nil {
+		return c.eval(v)
+	}
+	vars, err := cel.PartialVars(v.activation(), cel.AttributePattern("cap").QualString("path"))
+	if err != nil {
+		return false, err
+	}
+	out, _, err := c.partial.Eval(vars)
+	if err == nil && types.IsUnknown(out) {
+		return false, errSubtreeUnknown
+	}
+	return celOutcome(out, err)
 }
 
 // eval evaluates the condition; an error, including a result that is not

@@ -270,7 +270,49 @@ func (d Decision) explainCap(i int, v Verdict, e Effect, r *Rule) string {
 	case r == nil:
 		return "no rule allows " + what
 	}
+	if i < len(d.req.Caps) {
+		if below := reachedBelow(r, &d.req.Caps[i], d.req.FoldCase); below != "" {
+			// A rule for a folder under the capability's path: say
+			// which, as the rule's own line does not.
+			what += " (it holds " + printable(below) + ")"
+		}
+	}
 	return ruleSays(r, e, what)
+}
+
+// reachedBelow returns the directory of r strictly under c's path by which
+// r reaches c, a capability on a whole subtree, when none of r's
+// directories holds c's path; otherwise "". The path and the directories
+// are compared in the forms the rule matched them by (rule.pathOK,
+// rule.reachesBelow), fold saying the volume ignores case, so that a
+// directory is named whatever the spelling of c's path. It is for
+// reasons and explanations, and may allocate.
+func reachedBelow(r *Rule, c *capability.Capability, fold bool) string {
+	if !c.Subtree || r.PathUnder == nil {
+		return ""
+	}
+	f, ok := formsOf(c.Path, fold)
+	if !ok {
+		return ""
+	}
+	deny := fold && r.Effect == Deny
+	below := ""
+	for _, d := range r.PathUnder {
+		dir, p := d, f.nfc
+		if deny {
+			if dir, ok = capability.FoldPath(d); !ok {
+				continue
+			}
+			p = f.key
+		}
+		if underForm(p, dir, fold) {
+			return "" // the rule holds the path itself
+		}
+		if below == "" && strictlyUnder(dir, p, fold) {
+			below = d
+		}
+	}
+	return below
 }
 
 // toolWhat names the request's tool for a reason: `tool "x" on server "y"`,
@@ -327,6 +369,9 @@ func describeCap(c *capability.Capability) string {
 	k := c.Kind.String()
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
+		if c.Subtree {
+			return k + " " + printable(c.Path) + " and everything under it"
+		}
 		return k + " " + printable(c.Path)
 	case capability.NetConnect:
 		host := c.Host

@@ -42,7 +42,10 @@ func (c chooser) team() string {
 
 func (c chooser) path() string {
 	comps := []string{"srv", "projects", "team-1", "team-537", ".env", "home", "a", ".ssh", ".sshx", ".aws",
-		"etc", "ssh", "shadow", "tmp", "proc", "sys", "src", "main.go", "x", "..", ".", "", "secrets", "docs", ".git", "shared"}
+		"etc", "ssh", "shadow", "tmp", "proc", "sys", "src", "main.go", "x", "..", ".", "", "secrets", "docs", ".git", "shared",
+		// Other spellings (DESIGN.md R34): case, normalisation twins, a
+		// sharp s and an ignorable joiner.
+		"HOME", ".SSH", "Projects", "cafe\u0301", "caf\u00e9", "cre\u0300me", "STRASSE", "stra\u00dfe", "ho\u200cme", "\u212aeep", "r\u00e9sum\u00e9", "NAR", "nar"}
 	var b strings.Builder
 	if c(10) != 0 {
 		b.WriteByte('/')
@@ -70,8 +73,14 @@ func (c chooser) path() string {
 func (c chooser) capability() capability.Capability {
 	switch c(12) {
 	case 0, 1, 2:
+		if c(3) == 0 {
+			return tree(fsRead(c.path()))
+		}
 		return fsRead(c.path())
 	case 3, 4:
+		if c(3) == 0 {
+			return tree(fsWrite(c.path()))
+		}
 		return fsWrite(c.path())
 	case 5, 6, 7:
 		host := c.of("api.github.com", "github.com", "raw.githubusercontent.com", "githubusercontent.com", "api-3.example.com",
@@ -132,10 +141,12 @@ func (c chooser) request() *Request {
 	for range c(7) {
 		r.Caps = append(r.Caps, c.capability())
 	}
+	r.FoldCase = c(4) == 0
 	return r
 }
 
-var differentialPolicies = []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "cel.yaml", "shadow.yaml", "shadow-policy.yaml"}
+var differentialPolicies = []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "cel.yaml", "shadow.yaml", "shadow-policy.yaml", "subtree.yaml",
+	"spelling.yaml", "subtree-spelling.yaml"}
 
 // decideTwin holds the indexed Decide of s to referenceDecide, which scans
 // every rule.
@@ -205,14 +216,19 @@ func FuzzDecidePath(f *testing.F) {
 		"/srv/projects/team-537/..", "/srv/projects/team-537/.", "/srv/projects/team-537/...", "/home/a/.ssh",
 		"/home/a/.sshx", "/home/a/.ssh/id_rsa", "/home/a\x00/.ssh", "/etc/shadow\x00", "/a", "/abcdefg", "/abcdefgh",
 		"/abcdefghijklmno", "/srv/projects/team-1/.env", "/srv/projects/team-1/.env/x", "/proc/self/environ",
+		"/HOME/A", "/Srv/Projects", "/home/a/cafe\u0301", "/home/a/cr\u00e8me", "/home/a/STRASSE", "/ho\u200cme",
 	} {
 		f.Add(p, uint8(0))
+		f.Add(p, uint8(0x80|len(differentialPolicies)-1))
 	}
 	f.Fuzz(func(t *testing.T, p string, which uint8) {
-		name := differentialPolicies[int(which)%len(differentialPolicies)]
+		// The high bit of which puts the server on a case-insensitive
+		// volume.
+		name := differentialPolicies[int(which&0x7f)%len(differentialPolicies)]
 		s := fixture(t, name)
 		r := benchRequest()
-		r.Caps = caps(fsRead(p), fsWrite(p))
+		r.FoldCase = which&0x80 != 0
+		r.Caps = caps(fsRead(p), fsWrite(p), tree(fsRead(p)), tree(fsWrite(p)))
 		decideTwin(name, s).Check(t, r)
 	})
 }
@@ -228,7 +244,7 @@ func TestDecidePathShapes(t *testing.T) {
 	if testing.Short() {
 		n = 400
 	}
-	for _, name := range []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml"} {
+	for _, name := range []string{"bench_1100.yaml", "bench_10.yaml", "matchers.yaml", "subtree.yaml"} {
 		paths := func(yield func(*Request) bool) {
 			for range n {
 				b := []byte(starts[r.IntN(len(starts))])
@@ -236,7 +252,7 @@ func TestDecidePathShapes(t *testing.T) {
 					b = append(b, alphabet[r.IntN(len(alphabet))])
 				}
 				req := benchRequest()
-				req.Caps = caps(fsRead(string(b)))
+				req.Caps = caps(fsRead(string(b)), tree(fsWrite(string(b))))
 				if !yield(req) {
 					return
 				}

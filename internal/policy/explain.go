@@ -26,6 +26,10 @@ type Match struct {
 	// CondErr is the error of the rule's condition, if it failed to
 	// evaluate: the rule matched because it denies or asks.
 	CondErr error
+	// Below is, for a capability on a whole subtree, the rule's directory
+	// under the capability's path by which the rule reached it; "" when
+	// the rule holds the path itself or has no path_under.
+	Below string
 }
 
 // Explain decides req and lists every rule that matched it.
@@ -39,7 +43,11 @@ func (s *Set) Explain(req *Request) Explanation {
 			if !ok {
 				continue
 			}
-			ms = append(ms, Match{Rule: r.info, Decides: v.Rule == r.info, DecidesWould: v.WouldRule == r.info, CondErr: err})
+			m := Match{Rule: r.info, Decides: v.Rule == r.info, DecidesWould: v.WouldRule == r.info, CondErr: err}
+			if c != nil {
+				m.Below = reachedBelow(r.info, c, req.FoldCase)
+			}
+			ms = append(ms, m)
 		}
 		return ms
 	}
@@ -85,6 +93,9 @@ func (x Explanation) String() string {
 			fmt.Fprintf(&b, "   %s %s %q %s:%d", mark, m.Rule.Effect, m.Rule.ID, m.Rule.File, m.Rule.Line)
 			if m.Rule.Mode == Shadow {
 				b.WriteString(" (shadow)")
+			}
+			if m.Below != "" {
+				fmt.Fprintf(&b, " (for %s, under it)", m.Below)
 			}
 			if m.CondErr != nil {
 				fmt.Fprintf(&b, " (condition failed: %v)", m.CondErr)

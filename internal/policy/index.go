@@ -125,6 +125,12 @@ func buildIndex(rules []*rule) index {
 			}
 		}
 	}
+	for _, k := range []capability.Kind{capability.FSRead, capability.FSWrite} {
+		idx.kinds[k].paths.finish()
+		if f := idx.kinds[k].foldPaths; f != nil {
+			f.finish()
+		}
+	}
 	return idx
 }
 
@@ -516,6 +522,10 @@ func (idx *index) capability(e *evaluator) bool {
 			return false
 		}
 		e.consider(ki.generic, 0)
+		if c.Subtree {
+			// The index walked, in the forms it walked the path by.
+			paths.under(e)
+		}
 	case capability.NetConnect:
 		if c.Host == "" {
 			return false

@@ -267,6 +267,7 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 		info.Mode = Shadow
 	}
 	info.Unbound = r.unbound
+	info.PathUnder = slices.Clone(r.paths) // a copy: changing a Rule changes no decision
 	for k := capability.FSRead; k <= capability.ID; k++ {
 		if r.kinds.has(k) {
 			info.Kinds = append(info.Kinds, k)

@@ -212,7 +212,7 @@ rules:
 	}
 	want := []*Rule{
 		{ID: "a", Reason: "because", File: "p.yaml", Line: 3, Col: 5, Effect: Allow},
-		{ID: "b", File: "p.yaml", Line: 7, Col: 5, Effect: Ask, Mode: Shadow, Kinds: []capability.Kind{capability.FSRead, capability.FSWrite}},
+		{ID: "b", File: "p.yaml", Line: 7, Col: 5, Effect: Ask, Mode: Shadow, Kinds: []capability.Kind{capability.FSRead, capability.FSWrite}, PathUnder: []string{"/home/a/docs"}},
 		{ID: "c", File: "p.yaml", Line: 11, Col: 5, Effect: Deny, Kinds: []capability.Kind{capability.NetConnect}, When: "cap.port == 22"},
 		{ID: "d", File: "p.yaml", Line: 15, Col: 5, Effect: Allow, Unbound: true},
 		{ID: "e", File: "p.yaml", Line: 19, Col: 5, Effect: Deny, Kinds: []capability.Kind{capability.Exec}},

@@ -78,7 +78,9 @@ func checkPathIndex(t *testing.T, c chooser) {
 	for range 8 {
 		p := c.pathNear(pp.dirs)
 		r := benchRequest()
-		r.Caps = caps(fsRead(p), fsWrite(p))
+		// The subtrees meet the deny and ask rules of the directories
+		// under p, in the spelling the policy gives them.
+		r.Caps = caps(fsRead(p), fsWrite(p), tree(fsRead(p)), tree(fsWrite(p)))
 		r.FoldCase = c(2) == 0
 		got, want := outcomeOf(s.Decide(r)), referenceDecide(s, r)
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -89,7 +91,9 @@ func checkPathIndex(t *testing.T, c chooser) {
 
 // TestPathIndexShapes holds the path index to the reference on generated
 // policies: directories of every length up to a few hundred bytes, the
-// longest among them ending inside or at the edge of a word.
+// longest among them ending inside or at the edge of a word, and paths
+// at, under, beside and above them in every spelling, plain and as whole
+// subtrees.
 func TestPathIndexShapes(t *testing.T) {
 	n := 3000
 	if testing.Short() {

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"math/bits"
+	"slices"
+	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 )
@@ -20,6 +22,17 @@ type pathIndex struct {
 	// fold says the directories are fold keys (capability.FoldPath): a
 	// path's ASCII letters are looked up in lower case.
 	fold bool
+	// below holds the deny and ask rules by their directories but "/",
+	// sorted by directory, for capabilities on a whole subtree (under):
+	// the directories strictly under a path p are the run of those that
+	// start with p and a slash.
+	below []belowDir
+}
+
+// belowDir is a directory of the index and its deny and ask rules.
+type belowDir struct {
+	dir string
+	cs  []cand
 }
 
 // endBit summarises a directory of j bytes whose last byte is c, so that
@@ -120,6 +133,97 @@ func (x *pathIndex) add(dir string, r *rule, k capability.Kind, d done) {
 	b := endBit(len(dir), dir[len(dir)-1])
 	x.ends[b/64] |= 1 << (b % 64)
 	x.maxLen = max(x.maxLen, len(dir))
+	if r.effect != Allow {
+		x.below = append(x.below, belowDir{dir: dir, cs: []cand{candOf(r, k, d)}})
+	}
+}
+
+// finish sorts below and merges the entries of one directory, keeping
+// its rules in the order they were added.
+func (x *pathIndex) finish() {
+	slices.SortStableFunc(x.below, func(a, b belowDir) int { return strings.Compare(a.dir, b.dir) })
+	out := x.below[:0]
+	for _, b := range x.below {
+		if n := len(out); n > 0 && out[n-1].dir == b.dir {
+			if last := &out[n-1]; last.cs[len(last.cs)-1].r != b.cs[0].r {
+				last.cs = append(last.cs, b.cs[0])
+			}
+			continue
+		}
+		out = append(out, b)
+	}
+	x.below = slices.Clip(out)
+}
+
+// under considers the deny and ask rules of the directories strictly under
+// the path e.path, which walk MUST have found canonical and put in the
+// forms the index holds (its key: NFC, or in an index of fold keys the
+// path's key or an ASCII path in any case): a capability on the path's
+// whole subtree meets them (capability.Capability.Subtree). It is a
+// binary search and a scan of the directories it finds, and is reached
+// only by such capabilities. In an index of fold keys a grant found here
+// is left to check in ASCII case (rule.reachesBelow), as in walk.
+func (x *pathIndex) under(e *evaluator) {
+	p := e.path.key
+	bs := x.below
+	if p != "/" {
+		// The first directory not before p + "/", compared without
+		// building it.
+		lo, hi := 0, len(bs)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if x.beforeDirOf(bs[m].dir, p) {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		bs = bs[lo:]
+	}
+	for i := range bs {
+		d := bs[i].dir
+		if p != "/" && !(len(d) > len(p) && d[len(p)] == '/' && x.samePrefix(d, p)) {
+			return
+		}
+		e.considerAll(bs[i].cs, x.done())
+	}
+}
+
+// samePrefix reports whether d starts with p, in ASCII case in an index of
+// fold keys.
+func (x *pathIndex) samePrefix(d, p string) bool {
+	if x.fold {
+		return equalFold(d[:len(p)], p)
+	}
+	return d[:len(p)] == p
+}
+
+// beforeDirOf reports whether d, a directory of the index, sorts before
+// p + "/"; in an index of fold keys, with p's ASCII letters in lower
+// case, as the keys have theirs.
+func (x *pathIndex) beforeDirOf(d, p string) bool {
+	n := min(len(d), len(p))
+	if x.fold {
+		for i := range n {
+			if a, b := d[i], foldByte(p[i]); a != b {
+				return a < b
+			}
+		}
+	} else if c := strings.Compare(d[:n], p[:n]); c != 0 {
+		return c < 0
+	}
+	if len(d) <= len(p) {
+		return true // d is p or a prefix of it
+	}
+	return d[len(p)] < '/'
+}
+
+// foldByte is c with an ASCII letter in lower case.
+func foldByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // SWAR constants: a byte of ones, the low seven bits of each byte, the

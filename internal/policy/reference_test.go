@@ -97,7 +97,7 @@ func refMatches(r *rule, req *Request, c *capability.Capability, vars **celVars)
 	if c != nil {
 		// The path the plain way; matchCap checks the rest.
 		isFS := c.Kind == capability.FSRead || c.Kind == capability.FSWrite
-		if isFS && r.kinds.has(c.Kind) && r.paths != nil && !refPathOK(r, c.Path, req.FoldCase) {
+		if isFS && r.kinds.has(c.Kind) && r.paths != nil && !refPathOK(r, c, req.FoldCase) {
 			return false, nil
 		}
 		if !r.matchCap(c, nil, donePath) {
@@ -109,28 +109,33 @@ func refMatches(r *rule, req *Request, c *capability.Capability, vars **celVars)
 
 // refPathOK is rule.pathOK from the definitions: NFC forms compared, and
 // on a case-insensitive volume fold keys for a deny and ASCII lower case
-// for a grant.
-func refPathOK(r *rule, p string, fold bool) bool {
-	if !utf8.ValidString(p) {
+// for a grant. A capability on a whole subtree (c.Subtree) is also met by
+// a deny or ask rule's directory strictly under its path, in the same
+// forms: the kind on that directory is among what the capability does.
+func refPathOK(r *rule, c *capability.Capability, fold bool) bool {
+	if !utf8.ValidString(c.Path) {
 		return false
 	}
-	n := norm.NFC.String(p)
+	n := norm.NFC.String(c.Path)
 	for _, d := range r.paths {
+		// p and dir in the forms the rule meets them by.
+		p, dir := n, d
 		switch {
 		case !fold:
-			if capability.PathUnder(n, d) {
-				return true
-			}
 		case r.grants():
-			if capability.PathUnder(refLower(n), refLower(d)) {
-				return true
-			}
+			p, dir = refLower(n), refLower(d)
 		default:
-			k, ok := capability.FoldPath(n)
-			dk, _ := capability.FoldPath(d)
-			if ok && capability.PathUnder(k, dk) {
-				return true
+			var ok bool
+			if p, ok = capability.FoldPath(n); !ok {
+				continue
 			}
+			dir, _ = capability.FoldPath(d)
+		}
+		if capability.PathUnder(p, dir) {
+			return true
+		}
+		if c.Subtree && r.effect != Allow && dir != p && capability.PathUnder(dir, p) {
+			return true
 		}
 	}
 	return false

@@ -27,6 +27,9 @@ type Rule struct {
 	Unbound bool
 	// When is the rule's CEL condition, empty if it has none.
 	When string
+	// PathUnder are the rule's path_under directories, "~" expanded;
+	// nil if it has none.
+	PathUnder []string
 }
 
 // IsCapability reports whether the rule decides capabilities rather than
@@ -303,7 +306,8 @@ func (r *rule) matchCap(c *capability.Capability, f *pathForms, d done) bool {
 	}
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
-		if r.paths != nil && d&donePath == 0 && !r.pathOK(f) {
+		if r.paths != nil && d&donePath == 0 && !r.pathOK(f) &&
+			!(c.Subtree && r.effect != Allow && r.reachesBelow(f)) {
 			return false
 		}
 	case capability.NetConnect:
@@ -412,6 +416,40 @@ func formsOf(p string, fold bool) (f pathForms, ok bool) {
 		f.key, ok = capability.FoldPath(f.nfc)
 	}
 	return f, ok
+}
+
+// reachesBelow reports whether one of the rule's directories is strictly
+// under the path f, in the forms pathOK meets them by: a deny or ask rule
+// for such a directory reaches a capability on the path's whole subtree
+// (capability.Capability.Subtree), though not the path itself. On a
+// case-insensitive volume a deny's directories are its fold keys, met by
+// the path's key, and a grant's are in NFC, met in ASCII case only.
+func (r *rule) reachesBelow(f *pathForms) bool {
+	dirs, p := r.paths, f.nfc
+	if f.fold && !r.grants() {
+		dirs, p = r.foldPaths, f.key
+	}
+	for _, d := range dirs {
+		if strictlyUnder(d, p, f.fold) {
+			return true
+		}
+	}
+	return false
+}
+
+// strictlyUnder reports whether dir is under p and is not p, both
+// canonical and in one form: NFC, or fold keys (fold, where ASCII
+// letters compare in either case).
+func strictlyUnder(dir, p string, fold bool) bool {
+	return len(dir) > len(p) && underForm(dir, p, fold)
+}
+
+// underForm is capability.PathUnder, or with fold PathUnderFold.
+func underForm(p, dir string, fold bool) bool {
+	if fold {
+		return capability.PathUnderFold(p, dir)
+	}
+	return capability.PathUnder(p, dir)
 }
 
 func inPorts(p uint16, ranges []portRange) bool {
@@ -627,7 +665,15 @@ func (r *rule) cond(req *Request, c *capability.Capability, vars **celVars) (boo
 		*vars = newCELVars(req)
 	}
 	(*vars).setCap(c)
-	ok, err := r.when.eval(*vars)
+	var ok bool
+	var err error
+	if c != nil && c.Subtree {
+		// The capability stands for its kind on every path under its
+		// own: the condition must hold whatever the path is.
+		ok, err = r.when.evalSubtree(*vars)
+	} else {
+		ok, err = r.when.eval(*vars)
+	}
 	if err != nil {
 		return r.effect != Allow, err
 	}

@@ -15,7 +15,7 @@ func CapsOf(caps []capability.Capability) []Cap {
 	out := make([]Cap, len(caps))
 	for i, c := range caps {
 		out[i] = Cap{
-			Kind: c.Kind.String(), Path: c.Path,
+			Kind: c.Kind.String(), Path: c.Path, Subtree: c.Subtree,
 			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
 			IDKind: c.IDKind, ID: c.ID,
@@ -37,7 +37,7 @@ func AppendCapabilities(dst []capability.Capability, cs []Cap) ([]capability.Cap
 			return nil, err
 		}
 		dst = append(dst, capability.Capability{
-			Kind: k, Path: c.Path,
+			Kind: k, Path: c.Path, Subtree: c.Subtree,
 			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
 			IDKind: c.IDKind, ID: c.ID,

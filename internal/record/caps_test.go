@@ -25,6 +25,7 @@ func TestCapsRoundTrip(t *testing.T) {
 	}
 	caps := []capability.Capability{
 		{Kind: capability.FSRead, Path: "/home/alice/notes.md"},
+		{Kind: capability.FSWrite, Path: "/home/alice", Subtree: true},
 		netCap("api.github.com"),
 		netCap("10.0.0.7"),
 		netCap("127.0.0.1"),
@@ -32,8 +33,8 @@ func TestCapsRoundTrip(t *testing.T) {
 		{Kind: capability.ID, IDKind: "mail.message", ID: "m-17"},
 	}
 	recorded := CapsOf(caps)
-	if recorded[1].Kind != "net.connect" || recorded[1].Host != "api.github.com" {
-		t.Fatalf("CapsOf: %+v", recorded[1])
+	if recorded[2].Kind != "net.connect" || recorded[2].Host != "api.github.com" || !recorded[1].Subtree {
+		t.Fatalf("CapsOf: %+v", recorded[1:3])
 	}
 	dst := make([]capability.Capability, 1, 8)
 	back, err := AppendCapabilities(dst, recorded)

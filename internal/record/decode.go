@@ -611,7 +611,7 @@ var monthDays = [13]uint8{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 
 // capKey returns the index of name among a capability's keys in canonical
 // order (argv, command, host, id, id_kind, kind, path, port, program,
-// scheme, shell, url), or -1.
+// scheme, shell, subtree, url), or -1.
 func capKey(name []byte) int {
 	switch string(name) {
 	case "argv":
@@ -636,8 +636,10 @@ func capKey(name []byte) int {
 		return 9
 	case "shell":
 		return 10
-	case "url":
+	case "subtree":
 		return 11
+	case "url":
+		return 12
 	}
 	return -1
 }
@@ -669,7 +671,7 @@ func (d *decoder) capability(c *Cap) {
 			k = capKey(d.b[d.i:j])
 		}
 		if k <= last {
-			d.fail("want a capability key in canonical order (argv command host id id_kind kind path port program scheme shell url)")
+			d.fail("want a capability key in canonical order (argv command host id id_kind kind path port program scheme shell subtree url)")
 			return
 		}
 		last = k
@@ -692,13 +694,17 @@ func (d *decoder) capability(c *Cap) {
 				d.fail("port 0 is omitted")
 			}
 			c.Port = uint16(v)
-		case 10: // shell
+		case 10, 11: // shell, subtree
 			if d.err != nil || len(d.b)-d.i < 4 || string(d.b[d.i:d.i+4]) != "true" {
-				d.fail("want true (shell false is omitted)")
+				d.fail("want true (false is omitted)")
 				return
 			}
 			d.i += 4
-			c.Shell = true
+			if k == 10 {
+				c.Shell = true
+			} else {
+				c.Subtree = true
+			}
 		default:
 			if d.peek('"') && d.i+1 < len(d.b) && d.b[d.i+1] == '"' {
 				d.fail("empty field is omitted")
@@ -727,7 +733,7 @@ func (d *decoder) capability(c *Cap) {
 				c.Program = s
 			case 9:
 				c.Scheme = s
-			case 11:
+			case 12:
 				c.URL = s
 			}
 		}

@@ -37,6 +37,7 @@ func sample() *Entry {
 			{Kind: "exec", Program: "git", Argv: []string{"git", "log", "\x00\x1f\x7f"}},
 			{Kind: "exec", Shell: true, Command: "ls | wc"},
 			{Kind: "id", IDKind: "mail.message", ID: "m-17"},
+			{Kind: "fs.write", Path: "/home/alice/tree", Subtree: true},
 		},
 		Decision:   Deny,
 		Mode:       Shadow,
@@ -81,6 +82,32 @@ func TestCanonicalGolden(t *testing.T) {
 			want: `{"args_hash":"","bound":false,"caps":[],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
 				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
 				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+		},
+		{
+			name: "a subtree capability",
+			e: func() *Entry {
+				e := minimal()
+				e.Caps = []Cap{{Kind: "fs.write", Path: "/home/a", Subtree: true}, {Kind: "fs.read", Path: "/home/a"}}
+				return e
+			}(),
+			want: `{"args_hash":"","bound":false,"caps":[{"kind":"fs.write","path":"/home/a","subtree":true},{"kind":"fs.read","path":"/home/a"}],"decision":"allow","envelope":"","mode":"enforce","origin":"","policy_hash":"",` +
+				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
+				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"","tool_schema_hash":"","v":1,"would":""}`,
+		},
+		{
+			// The two optional keys, one of the entry and one of a
+			// capability, together: a prompt's argument bound as a
+			// whole subtree.
+			name: "a method and a subtree capability",
+			e: func() *Entry {
+				e := minimal()
+				e.Method, e.Tool = "prompts/get", "summarize"
+				e.Caps = []Cap{{Kind: "fs.read", Path: "/home/a", Subtree: true}}
+				return e
+			}(),
+			want: `{"args_hash":"","bound":false,"caps":[{"kind":"fs.read","path":"/home/a","subtree":true}],"decision":"allow","envelope":"","method":"prompts/get","mode":"enforce","origin":"","policy_hash":"",` +
+				`"prev":"0000000000000000000000000000000000000000000000000000000000000000","principal":"","reason":"","roles":[],"rules":[],` +
+				`"seq":1,"server":"","session":"","taint":false,"tier":"","time":"1970-01-01T00:00:00.000000000Z","tool":"summarize","tool_schema_hash":"","v":1,"would":""}`,
 		},
 		{
 			name: "capabilities and escapes",
@@ -297,6 +324,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"capability port zero", rep(good, `"port":443`, `"port":0`)},
 		{"capability port 65536", rep(good, `"port":443`, `"port":65536`)},
 		{"capability shell false", rep(good, `"shell":true`, `"shell":false`)},
+		{"capability subtree false", rep(good, `"subtree":true`, `"subtree":false`)},
+		{"capability subtree as a string", rep(good, `"subtree":true`, `"subtree":"true"`)},
+		{"capability subtree before path", rep(good, `"path":"/home/alice/tree","subtree":true`, `"subtree":true,"path":"/home/alice/tree"`)},
+		{"capability subtree twice", rep(good, `"subtree":true`, `"subtree":true,"subtree":true`)},
 		{"capability empty argv", rep(good, `{"argv":["git","log","\u0000\u001f`+"\x7f"+`"],`, `{"argv":[],`)},
 		{"capability trailing comma", rep(good, `"ls | wc",`, `"ls | wc",,`)},
 		{"time without nanoseconds", rep(good, `"time":"2026-11-29T12:00:01.000002345Z"`, `"time":"2026-11-29T12:00:01Z"`)},

@@ -94,6 +94,10 @@ type Cap struct {
 	Kind string `json:"kind"` // fs.read, fs.write, net.connect, exec, id
 
 	Path string `json:"path,omitempty"` // fs.*: absolute clean path
+	// Subtree is set for an fs.* capability on Path and everything under
+	// it (a move, a tree, a search). Entries written before it existed
+	// lack the key, and encode as they always did.
+	Subtree bool `json:"subtree,omitempty"`
 
 	Scheme string `json:"scheme,omitempty"` // net.connect
 	Host   string `json:"host,omitempty"`

@@ -20,6 +20,7 @@ var decisions = [...]string{Allow, Deny, Ask}
 func FuzzCanonical(f *testing.F) {
 	f.Add(uint64(7), int64(1_700_000_000_123_456_789), "alice", "/home/alice/a\"b", "api.github.com", uint16(443), "git", "log\n", false, uint8(1), uint8(0), "dev,ops", []byte("x"))
 	f.Add(uint64(1), int64(0), "", "", "", uint16(0), "", "", true, uint8(0), uint8(1), "", []byte{})
+	f.Add(uint64(2), int64(5), "bob", "/home/bob", "example.com", uint16(80), "ls", "-l", false, uint8(9), uint8(0), "dev", []byte("z"))
 	f.Add(uint64(MaxSeq), int64(-1), "\u2028\u2029\x7f\x00\x1f", "é/😀", "xn--bcher-kva.example", uint16(65535), "\\", "\"", true, uint8(2), uint8(3), ",,", []byte("y"))
 	f.Fuzz(func(t *testing.T, seq uint64, nanos int64, principal, path, host string, port uint16, prog, arg string, shell bool, dec, would uint8, roles string, digest []byte) {
 		e := &Entry{
@@ -39,7 +40,7 @@ func FuzzCanonical(f *testing.F) {
 			Rules:     []string{path},
 			Reason:    arg,
 			Caps: []Cap{
-				{Kind: "fs.read", Path: path},
+				{Kind: "fs.read", Path: path, Subtree: !shell},
 				{Kind: "net.connect", Scheme: "https", Host: host, Port: port, URL: "https://" + host + path},
 				{Kind: "exec", Program: prog, Argv: []string{prog, arg}[:len(arg)%3%2+1], Shell: shell, Command: arg},
 				{Kind: "id", IDKind: prog, ID: arg},
@@ -47,6 +48,10 @@ func FuzzCanonical(f *testing.F) {
 		}
 		if would%4 > 0 {
 			e.Would = decisions[(would%4)-1]
+		}
+		if dec&8 != 0 {
+			// The entry's optional key beside the capability's.
+			e.Method = "prompts/get"
 		}
 		if len(digest) > 0 {
 			e.ArgsHash = digestOf(string(digest))
