@@ -28,7 +28,9 @@ var clientConfigs = []string{
 
 // launchers returns what starts aegis and so decides whether it runs: this
 // executable, and the MCP clients' configuration files under home and
-// under the home of the user running aegis.
+// under the home of the user running aegis, those that exist: a client
+// that is not installed launches nothing (planting a configuration for
+// one is a write to the home like any other, the policy's to judge).
 func launchers(home string) []string {
 	var out []string
 	if exe, err := os.Executable(); err == nil {
@@ -43,7 +45,9 @@ func launchers(home string) []string {
 			continue
 		}
 		for _, f := range clientConfigs {
-			out = append(out, filepath.Join(h, f))
+			if p := filepath.Join(h, f); exists(p) {
+				out = append(out, p)
+			}
 		}
 	}
 	return out
@@ -79,4 +83,10 @@ func protect(files []string, state State) ([]string, error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// exists reports whether p names a file or directory (a link is followed).
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -51,6 +51,18 @@ func TestLoadProtectsAegis(t *testing.T) {
 	state := filepath.Join(link, "home", ".local", "state", "aegis")
 	t.Setenv("AEGIS_HOME", state)
 	t.Setenv("HOME", filepath.Join(real, "home"))
+	// Two MCP clients are installed: Cursor and Claude Desktop.
+	var clients []string
+	for _, f := range []string{".cursor/mcp.json", ".config/Claude/claude_desktop_config.json"} {
+		p := filepath.Join(real, "home", f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, p)
+	}
 	cfg, err := Load(filepath.Join(link, "conf", "aegis.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +81,8 @@ func TestLoadProtectsAegis(t *testing.T) {
 	if r, err := filepath.EvalSymlinks(exe); err == nil {
 		want = append(want, r)
 	}
-	for _, f := range clientConfigs {
-		want = append(want, filepath.Join(real, "home", f))
-	}
+	// Those of clients that are installed: here Cursor's and Claude's.
+	want = append(want, clients...)
 	slices.Sort(want)
 	want = slices.Compact(want)
 	if diff := cmp.Diff(want, cfg.Protected); diff != "" {
