@@ -25,11 +25,20 @@ import (
 //	    args:
 //	      - {pointer: /from, kind: fs.write, subtree: true}
 //
+//	prompts:
+//	  run_command:
+//	    tier: mutating
+//	    args:
+//	      - {pointer: /command, kind: exec}
+//
 // An arg has exactly these five keys; none can hold a limit, a scope or a
-// path prefix, by construction.
+// path prefix, by construction. A prompt's arguments (prompts/get, and the
+// completion of one of them) bind as a tool's do; a file has tools,
+// prompts or both.
 type fileDoc struct {
 	Version int                  `yaml:"version,required"`
-	Tools   map[string]*fileTool `yaml:"tools,required"`
+	Tools   map[string]*fileTool `yaml:"tools"`
+	Prompts map[string]*fileTool `yaml:"prompts"`
 }
 
 type fileTool struct {
@@ -181,32 +190,54 @@ func scalar(file string, n *yaml.Node) (string, error) {
 	return n.Value, nil
 }
 
-// Parse reads a bindings file. Errors name file:line:col.
+// Parse reads a bindings file's tools. Errors name file:line:col.
 func Parse(file string, data []byte) (Table, error) {
+	tools, _, err := ParseFile(file, data)
+	return tools, err
+}
+
+// ParseFile reads a bindings file: the bindings of its tools and of its
+// prompts. Errors name file:line:col.
+func ParseFile(file string, data []byte) (tools, prompts Table, err error) {
 	var doc fileDoc
 	if err := strictyaml.Decode(file, data, &doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var errs strictyaml.List
+	top := strictyaml.Pos{File: file, Line: 1, Col: 1}
 	if doc.Version != 1 {
-		errs.AddError(strictyaml.ErrorAt(strictyaml.Pos{File: file, Line: 1, Col: 1}, "version %d: want 1", doc.Version))
+		errs.AddError(strictyaml.ErrorAt(top, "version %d: want 1", doc.Version))
 	}
-	names := make([]string, 0, len(doc.Tools))
-	for name := range doc.Tools {
+	if doc.Tools == nil && doc.Prompts == nil {
+		errs.AddError(strictyaml.ErrorAt(top, "a bindings file binds tools, prompts or both: missing key \"tools\""))
+	}
+	tools = tableOf(&errs, top, "tool", doc.Tools)
+	prompts = tableOf(&errs, top, "prompt", doc.Prompts)
+	if err := errs.Err(); err != nil {
+		return nil, nil, err
+	}
+	return tools, prompts, nil
+}
+
+// tableOf compiles the bindings of a file's tools or prompts (what),
+// adding its errors to errs.
+func tableOf(errs *strictyaml.List, top strictyaml.Pos, what string, m map[string]*fileTool) Table {
+	names := make([]string, 0, len(m))
+	for name := range m {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	t := make(Table, len(doc.Tools))
+	t := make(Table, len(m))
 	for _, name := range names {
-		ft := doc.Tools[name]
+		ft := m[name]
 		if ft == nil {
-			errs.AddError(strictyaml.ErrorAt(strictyaml.Pos{File: file, Line: 1, Col: 1}, "tool %q has no binding", name))
+			errs.AddError(strictyaml.ErrorAt(top, "%s %q has no binding", what, name))
 			continue
 		}
 		b := &Binding{Tool: name, Tier: ft.Tier.Tier}
 		for _, fa := range ft.Args {
 			if fa == nil {
-				errs.AddError(strictyaml.ErrorAt(ft.Pos, "tool %q: an empty arg", name))
+				errs.AddError(strictyaml.ErrorAt(ft.Pos, "%s %q: an empty arg", what, name))
 				continue
 			}
 			a := Arg{Pointer: fa.Pointer.Pointer, Kind: fa.Kind.Kind, Form: fa.Form.Form, IDKind: fa.IDKind.name, Subtree: fa.Subtree.set}
@@ -226,10 +257,7 @@ func Parse(file string, data []byte) (Table, error) {
 		}
 		t[name] = b
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return t
 }
 
 // Merge returns a table holding the bindings of base, with those of over

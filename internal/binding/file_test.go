@@ -74,6 +74,12 @@ func TestParseErrors(t *testing.T) {
 		{"subtree as a word", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: fs.write, subtree: recursive}\n",
 			`b.yaml:6:48: subtree: want true or false`},
 		{"wrong version", "version: 2\ntools: {}\n", `b.yaml:1:1: version 2: want 1`},
+		{"neither tools nor prompts", "version: 1\n", `b.yaml:1:1: a bindings file binds tools, prompts or both`},
+		{"a prompt with a prefix", "version: 1\nprompts:\n  p:\n    tier: mutating\n    args:\n      - {pointer: /c, kind: exec, path_prefix: /x}\n",
+			`b.yaml:6:35: unknown key "path_prefix"`},
+		{"a prompt with no binding", "version: 1\nprompts:\n  p:\n", `prompt "p" has no binding`},
+		{"a prompt's bad kind", "version: 1\nprompts:\n  p:\n    tier: mutating\n    args:\n      - {pointer: /c, kind: shell}\n",
+			`b.yaml:6:29: unknown capability kind "shell"`},
 		{"not yaml", "version: [\n", `b.yaml:`},
 	}
 	for _, tt := range tests {
@@ -143,4 +149,24 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParsePrompts: a file's prompts bind as its tools do, each table apart:
+// a prompt and a tool of one name are two bindings.
+func TestParsePrompts(t *testing.T) {
+	src := "version: 1\ntools:\n  run:\n    tier: read-only\nprompts:\n  run:\n    tier: mutating\n    args:\n      - {pointer: /command, kind: exec}\n  show:\n    tier: data-read\n    args:\n      - {pointer: /file, kind: fs.read}\n"
+	tools, prompts, err := ParseFile("b.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 1 || tools["run"].Tier != capability.TierReadOnly || len(tools["run"].Args) != 0 {
+		t.Errorf("tools %v", tools)
+	}
+	if len(prompts) != 2 || prompts["run"].Tier != capability.TierMutating || prompts["run"].Args[0].Kind != capability.Exec || prompts["show"].Args[0].Kind != capability.FSRead {
+		t.Errorf("prompts %v", prompts)
+	}
+	// A file of prompts only.
+	if tools, prompts, err := ParseFile("b.yaml", []byte("version: 1\nprompts:\n  p: {tier: read-only}\n")); err != nil || len(tools) != 0 || len(prompts) != 1 {
+		t.Errorf("prompts only: %v %v %v", tools, prompts, err)
+	}
 }

@@ -440,11 +440,12 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			if err != nil {
 				return nil, fmt.Errorf("%s: server %q: bindings: %w", fs.Pos, name, err)
 			}
-			t, err := binding.Parse(rel(bf), bdata)
+			t, prompts, err := binding.ParseFile(rel(bf), bdata)
 			if err != nil {
 				return nil, err
 			}
 			s.Bindings = binding.Merge(s.Bindings, t)
+			s.Prompts = binding.Merge(s.Prompts, prompts)
 		}
 		home := fs.Home
 		if home == "" {
