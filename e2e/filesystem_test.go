@@ -340,26 +340,11 @@ func aegisCLI(t *testing.T, env []string, args ...string) (string, int) {
 // returns its file name.
 func writePlan(t *testing.T, calls []fsCall) string {
 	t.Helper()
-	type planCall struct {
-		Name      string         `json:"name"`
-		Tool      string         `json:"tool"`
-		Arguments map[string]any `json:"arguments"`
+	plan := make([]methodCall, len(calls))
+	for i, c := range calls {
+		plan[i] = methodCall{Name: c.name, Tool: c.tool, Arguments: c.args}
 	}
-	var plan struct {
-		Calls []planCall `json:"calls"`
-	}
-	for _, c := range calls {
-		plan.Calls = append(plan.Calls, planCall{c.name, c.tool, c.args})
-	}
-	b, err := json.Marshal(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "plan.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeMethodPlan(t, plan, false)
 }
 
 // tsResults returns the results of the calls of a "calls" transcript, in

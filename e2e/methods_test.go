@@ -15,7 +15,7 @@ import (
 type methodCall struct {
 	Name      string         `json:"name"`
 	Tool      string         `json:"tool,omitempty"`
-	Arguments map[string]any `json:"arguments,omitempty"`
+	Arguments map[string]any `json:"arguments"`
 	Method    string         `json:"method,omitempty"`
 	Params    map[string]any `json:"params,omitempty"`
 }

@@ -22,22 +22,21 @@ func cmdBindings(argv []string, stdout io.Writer) error {
 			return fmt.Errorf("no builtin binding table %q (have %v)", name, binding.BuiltinNames())
 		}
 		fmt.Fprintf(stdout, "%s: %s (%s)\n", b.Name, b.Description, b.Package)
-		tools := make([]string, 0, len(b.Tools))
-		for t := range b.Tools {
-			tools = append(tools, t)
-		}
-		sort.Strings(tools)
-		for _, t := range tools {
-			fmt.Fprintf(stdout, "  %s\n", b.Tools[t])
-		}
-		prompts := make([]string, 0, len(b.Prompts))
-		for p := range b.Prompts {
-			prompts = append(prompts, p)
-		}
-		sort.Strings(prompts)
-		for _, p := range prompts {
-			fmt.Fprintf(stdout, "  prompt %s\n", b.Prompts[p])
-		}
+		printTable(stdout, "", b.Tools)
+		printTable(stdout, "prompt ", b.Prompts)
 	}
 	return nil
+}
+
+// printTable prints a binding table's bindings, sorted by name, each after
+// prefix.
+func printTable(w io.Writer, prefix string, t binding.Table) {
+	names := make([]string, 0, len(t))
+	for n := range t {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %s%s\n", prefix, t[n])
+	}
 }

@@ -19,11 +19,7 @@ func with(r *Request, f func(*Request)) *Request { f(r); return r }
 
 func TestDecideMatchers(t *testing.T) {
 	const A, D, K = Allow, Deny, Ask
-	tests := []struct {
-		name string
-		req  *Request
-		want outcome
-	}{
+	tests := []decideCase{
 		// Action rules.
 		{"tool glob", req("fs", "read_file"), outcome{Effect: A, Would: A, Action: "fs-read-tools"}},
 		{"tool literal in list", req("fs", "list_directory"), outcome{Effect: A, Would: A, Action: "fs-read-tools"}},
@@ -202,22 +198,7 @@ func TestDecideMatchers(t *testing.T) {
 		{"fifth capability asks", req("fs", "read_file", fsRead("/home/a/1"), fsRead("/home/a/2"), fsRead("/home/a/3"), fsRead("/home/a/4"), fsWrite("/tmp/5")),
 			outcome{Effect: K, Would: K, Action: "fs-read-tools", Caps: []string{"home-read", "home-read", "home-read", "home-read", "tmp-write"}}},
 	}
-	s := fixture(t, "matchers.yaml")
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := outcomeOf(s.Decide(tt.req))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
-			}
-			// The slow path must agree.
-			if diff := cmp.Diff(tt.want, outcomeOf(s.Explain(tt.req).Decision)); diff != "" {
-				t.Errorf("Explain (-want +got)\n%s", diff)
-			}
-			if ref := referenceDecide(s, tt.req); !cmp.Equal(ref, got) {
-				t.Errorf("reference decides %+v", ref)
-			}
-		})
-	}
+	checkDecide(t, fixture(t, "matchers.yaml"), tests)
 }
 
 func TestDecideShadow(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/google/go-cmp/cmp"
 )
 
 // testHome is the home directory fixtures are parsed with.
@@ -110,4 +111,32 @@ func mustRead(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// decideCase is a request and the outcome the policy must give it.
+type decideCase struct {
+	name string
+	req  *Request
+	want outcome
+}
+
+// checkDecide decides each case with s, and holds the slow path (Explain)
+// and the reference to the same outcome.
+func checkDecide(t *testing.T, s *Set, tests []decideCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := outcomeOf(s.Decide(tt.req))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+			// The slow path must agree.
+			if diff := cmp.Diff(tt.want, outcomeOf(s.Explain(tt.req).Decision)); diff != "" {
+				t.Errorf("Explain (-want +got)\n%s", diff)
+			}
+			if ref := referenceDecide(s, tt.req); !cmp.Equal(ref, got) {
+				t.Errorf("reference decides %+v", ref)
+			}
+		})
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
-	"github.com/google/go-cmp/cmp"
 )
 
 // TestDecideMethods holds rules to the methods they name: a tool matcher
@@ -20,11 +19,7 @@ func TestDecideMethods(t *testing.T) {
 		return r
 	}
 	ops := func(r *Request) *Request { r.Roles = []string{"ops"}; return r }
-	tests := []struct {
-		name string
-		req  *Request
-		want outcome
-	}{
+	tests := []decideCase{
 		{"tool rule, tools/call", m("", "read_file"), outcome{Effect: A, Would: A, Action: "read-tools"}},
 		{"tool rule, tools/call spelled out", m("tools/call", "read_file"), outcome{Effect: A, Would: A, Action: "read-tools"}},
 		{"tool rule does not reach a prompt of the same name", m("prompts/get", "read_file"), outcome{Effect: D, Would: D}},
@@ -50,21 +45,7 @@ func TestDecideMethods(t *testing.T) {
 		{"method rule naming tools/call, other method", with(m("prompts/get", "write_file"), func(r *Request) { r.Server = "any" }),
 			outcome{Effect: D, Would: D}},
 	}
-	s := fixture(t, "methods.yaml")
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := outcomeOf(s.Decide(tt.req))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("(-want +got)\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.want, outcomeOf(s.Explain(tt.req).Decision)); diff != "" {
-				t.Errorf("Explain (-want +got)\n%s", diff)
-			}
-			if ref := referenceDecide(s, tt.req); !cmp.Equal(ref, got) {
-				t.Errorf("reference decides %+v", ref)
-			}
-		})
-	}
+	checkDecide(t, fixture(t, "methods.yaml"), tests)
 }
 
 // TestMethodReasons: a reason names the method and what it names.

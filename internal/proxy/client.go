@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,16 +261,27 @@ func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, argSpan spa
 	if s := find(ms, "_meta"); s.ok() {
 		meta = s.of(line)
 	}
-	own := make([]byte, 0, len(line)+2*len(m.id)+len(arguments)+len(meta))
-	msg, own = appendOwn(own, line)
-	id, own = appendOwn(own, m.id)
 	*c = Call{Tool: tool}
-	c.ID, own = appendOwn(own, m.id)
-	c.Arguments, own = appendOwn(own, arguments)
+	msg, id = ownCopies(c, line, m.id, &c.Arguments, arguments, meta)
+	return msg, id, argSpan, nil
+}
+
+// ownCopies fills c's ID, *field (its Arguments or Params, when b is not
+// nil) and Meta with copies of id, b and meta, and returns copies of line
+// and id for the relay, all in one allocation, each capped at its own end
+// so that appending to one cannot write into another.
+func ownCopies(c *Call, line, rawID []byte, field *json.RawMessage, b, meta []byte) (msg, id []byte) {
+	own := make([]byte, 0, len(line)+2*len(rawID)+len(b)+len(meta))
+	msg, own = appendOwn(own, line)
+	id, own = appendOwn(own, rawID)
+	c.ID, own = appendOwn(own, rawID)
+	if b != nil {
+		*field, own = appendOwn(own, b)
+	}
 	if meta != nil {
 		c.Meta, _ = appendOwn(own, meta)
 	}
-	return msg, id, argSpan, nil
+	return msg, id
 }
 
 // parseRequestInto is parseCallInto for a request of another method that
@@ -294,17 +306,8 @@ func parseRequestInto(c *Call, line []byte, m message) (msg, id []byte, argSpan 
 			meta = s.of(line)
 		}
 	}
-	own := make([]byte, 0, len(line)+2*len(m.id)+len(params)+len(meta))
-	msg, own = appendOwn(own, line)
-	id, own = appendOwn(own, m.id)
 	*c = Call{Method: string(m.method)}
-	c.ID, own = appendOwn(own, m.id)
-	if params != nil {
-		c.Params, own = appendOwn(own, params)
-	}
-	if meta != nil {
-		c.Meta, _ = appendOwn(own, meta)
-	}
+	msg, id = ownCopies(c, line, m.id, &c.Params, params, meta)
 	return msg, id, span{}, nil
 }
 
