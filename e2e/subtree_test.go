@@ -56,23 +56,7 @@ func TestSubtree(t *testing.T) {
 	})
 
 	through := aegisRun(filepath.Join(e2eDir, "testdata", "subtree", "aegis.yaml"), "fs", server...)
-	results, seen := goClientCalls(t, h.env, through, calls)
-	for i, c := range calls {
-		checkFSResult(t, c, results[i])
-	}
-	for _, b := range seen {
-		for _, name := range []string{"id_rsa", secretName, h.secret} {
-			if strings.Contains(string(b), name) {
-				t.Errorf("a name inside a denied folder reached the client (%s): %s", name, b)
-			}
-		}
-	}
-	if b, err := os.ReadFile(secretFile); err != nil || string(b) != "salaries\n" {
-		t.Errorf("the secret folder's file is not where it was (%v): %q", err, b)
-	}
-	if _, err := os.Lstat(moved); err == nil {
-		t.Errorf("%s exists after a refused move", moved)
-	}
+	checkSubtreeCalls(t, h, through, calls, secretName, secretFile, moved)
 	if _, err := os.Stat(filepath.Join(h.home, "work", "done.txt")); err != nil {
 		t.Errorf("the allowed move did not happen: %v", err)
 	}
@@ -89,5 +73,31 @@ func TestSubtree(t *testing.T) {
 		if c.tool != "list_directory" && (len(e.Caps) == 0 || !e.Caps[0].Subtree) {
 			t.Errorf("entry %d (%s): capabilities %+v are not recorded as subtrees", e.Seq, c.name, e.Caps)
 		}
+	}
+}
+
+// checkSubtreeCalls makes calls through aegis (through) with the Go client
+// and checks each result, then that no name inside a denied folder (the
+// key's, secretName, the key itself) reached the client, that secretFile
+// is where it was, and that moved, where a refused move would have put
+// it, does not exist.
+func checkSubtreeCalls(t *testing.T, h *fsHome, through []string, calls []fsCall, secretName, secretFile, moved string) {
+	t.Helper()
+	results, seen := goClientCalls(t, h.env, through, calls)
+	for i, c := range calls {
+		checkFSResult(t, c, results[i])
+	}
+	for _, b := range seen {
+		for _, name := range []string{"id_rsa", secretName, h.secret} {
+			if strings.Contains(string(b), name) {
+				t.Errorf("a name inside a denied folder reached the client (%s): %s", name, b)
+			}
+		}
+	}
+	if b, err := os.ReadFile(secretFile); err != nil || string(b) != "salaries\n" {
+		t.Errorf("the secret folder's file is not where it was (%v): %q", err, b)
+	}
+	if _, err := os.Lstat(moved); err == nil {
+		t.Errorf("%s exists after a refused move", moved)
 	}
 }
