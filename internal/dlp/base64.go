@@ -95,6 +95,32 @@ var asciiAt = func() (t [64]uint8) {
 	return t
 }()
 
+// lanes has 1 in each of the four bytes of a uint32, one per alignment.
+const lanes = 0x01010101
+
+// streakStep is how a character of value v, as the u-th of a run, moves the streaks
+// of nextRun, by u&3: the low 32 bits keep the lanes of the alignments for which it
+// starts a byte of ASCII, or starts none (it is a group's fourth character there), and
+// the high 32 bits add one to the lanes of the first.
+var streakStep = func() (t [4][64]uint64) {
+	for u := range 4 {
+		for v := range 64 {
+			var keep, add uint64
+			for a := range 4 {
+				switch p := (u + a) & 3; {
+				case p == 3:
+					keep |= 0xFF << (8 * a)
+				case asciiAt[v]&(1<<p) != 0:
+					keep |= 0xFF << (8 * a)
+					add |= 1 << (8 * a)
+				}
+			}
+			t[u][v] = keep | add<<32
+		}
+	}
+	return t
+}()
+
 // unitAt returns the unit at s[i] and its length in bytes.
 func unitAt(s string, i int) (v, n int) {
 	c := s[i]
@@ -160,9 +186,30 @@ func nextRun(s string, i int) (r b64run, ok bool) {
 			break
 		}
 		r = b64run{start: i}
-		var streak [4]int // bytes of ASCII in a row, by alignment
+		// The bytes of ASCII in a row that each alignment decodes to, one
+		// lane of 8 bits each; a lane that reaches minASCII sets its bit of
+		// r.aligns and starts again from 0, so none overflows.
+		var streaks uint32
 		for i < len(s) {
-			v, n := unitAt(s, i)
+			v, n := int(b64val[s[i]]), 1
+			if v < 0 {
+				v, n = unitAt(s, i)
+			}
+			if v >= 0 {
+				st := streakStep[r.units&3][v]
+				streaks = streaks&uint32(st) + uint32(st>>32)
+				if hi := (streaks + lanes*(0x80-minASCII)) & (lanes * 0x80); hi != 0 {
+					for a := range 4 {
+						if hi&(0x80<<(8*a)) != 0 {
+							r.aligns |= 1 << a
+							streaks &^= 0xFF << (8 * a)
+						}
+					}
+				}
+				r.units++
+				i += n
+				continue
+			}
 			if v == uBreak {
 				// Inside a run only: a break before an alphabet character.
 				if i+n < len(s) {
@@ -173,10 +220,7 @@ func nextRun(s string, i int) (r b64run, ok bool) {
 				}
 				break
 			}
-			if v == uPad {
-				if r.units == 0 {
-					break
-				}
+			if v == uPad && r.units > 0 {
 				r.padded = true
 				for i < len(s) {
 					if w, m := unitAt(s, i); w == uPad {
@@ -185,30 +229,8 @@ func nextRun(s string, i int) (r b64run, ok bool) {
 					}
 					break
 				}
-				break
 			}
-			if v < 0 {
-				break
-			}
-			if r.aligns != 0xF {
-				u := r.units
-				ok := asciiAt[v]
-				for a := range 4 {
-					p := (u + a) & 3
-					if p == 3 {
-						continue
-					}
-					if ok&(1<<p) == 0 {
-						streak[a] = 0
-						continue
-					}
-					if streak[a]++; streak[a] >= minASCII {
-						r.aligns |= 1 << a
-					}
-				}
-			}
-			r.units++
-			i += n
+			break
 		}
 		if i == r.start {
 			i++ // a '%' that is not a unit
