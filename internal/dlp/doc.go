@@ -20,14 +20,26 @@
 //
 // # What it does not find
 //
-// A secret that was encoded (base64, hex, reversed, case-swapped), split across two
-// strings, or written in look-alike characters is not found; nor is a secret whose
+// A secret that was encoded otherwise than in base64 (hex, reversed, case-swapped),
+// split across two strings, or written in look-alike characters is not found; nor is a secret whose
 // format announces nothing (a bare random password). Scanning stops accidental
 // disclosure and careless exfiltration, not a model set on smuggling data out: that is
 // what the policy's capabilities and egress rules are for. Obvious placeholders
 // (AKIAXXXXXXXXXXXXXXXX, the AWS documentation's …EXAMPLE keys, "sk-...", ${PASSWORD},
 // <password>, "password", "changeme") are not reported, and neither are Stripe
 // test-mode keys.
+//
+// # Base64
+//
+// Base64 is decoded where a detector can tell: a binary field (blob, data) as a whole,
+// and every run of base64 in any string, in either alphabet, padded or not, wrapped
+// across lines, percent-encoded, from each of the four alignments, nested up to three
+// deep. A run counts only if Scan finds something in what it decodes to; its findings
+// are marked [Located.InBase64], and redaction re-encodes the run in its own spelling,
+// or replaces it whole with a marker when that spelling cannot be reproduced. A run is
+// decoded only if its characters say some alignment decodes to six ASCII bytes in a
+// row, which paths and identifiers seldom do, so most strings cost one pass over their
+// bytes.
 //
 // # Speed
 //

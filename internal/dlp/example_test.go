@@ -42,6 +42,6 @@ func ExampleRedactJSON() {
 	fmt.Println(found)
 	fmt.Println(string(out))
 	// Output:
-	// [{conn.password /dsn false} {card /pan false}]
+	// [{conn.password /dsn false false} {card /pan false false}]
 	// {"query":"select 1","dsn":"postgres://app:[REDACTED:conn.password]@db/shop","pan":"[REDACTED:card]"}
 }

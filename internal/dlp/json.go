@@ -19,6 +19,9 @@ type Located struct {
 	Pointer string
 	// InKey is true when the finding is in a member's name rather than its value.
 	InKey bool
+	// InBase64 is true when the finding is in base64 that the string holds (decoded
+	// once or more), and not in its text as it is.
+	InBase64 bool
 }
 
 // ScanValue appends to dst the findings in every string, number and member name under
@@ -41,6 +44,7 @@ type walker struct {
 	path    [8]step // arguments are shallow: a deeper path costs an allocation
 	deeper  []step  // the steps past len(path), in a deeper document
 	depth   int
+	hits    int // strings in which locate found something
 }
 
 // step is one reference token of the path: a member name, or an index when index >= 0.
@@ -70,11 +74,11 @@ func (w *walker) value(v args.Value) {
 	switch v.Kind() {
 	case args.String:
 		if s := v.Str(); len(s) >= minFinding {
-			w.locate(s, false)
+			w.text(s, false, false)
 		}
 	case args.Number:
 		if raw := v.Raw(); numberMayHold(raw) {
-			w.locate(raw, false)
+			w.locate(raw, false, len(w.dst), 0)
 		}
 	case args.Array:
 		for i := range v.Len() {
@@ -86,7 +90,7 @@ func (w *walker) value(v args.Value) {
 		for key, val := range v.Members() {
 			w.push(step{key: key, index: -1})
 			if len(key) >= minFinding {
-				w.locate(key, true)
+				w.text(key, true, false)
 			}
 			// A scalar member, the most common, is scanned here: w.value would
 			// read its kind again after a call. Its source text, which is cheaper
@@ -97,20 +101,12 @@ func (w *walker) value(v args.Value) {
 			case raw[0] == '"':
 				if len(raw)-2 >= minFinding {
 					if s := val.Str(); len(s) >= minFinding {
-						w.locate(s, false)
-						if binaryField(key) {
-							// MCP's binary fields (a resource's blob, an
-							// image's or audio's data) are base64: what they
-							// hold is scanned as well as what they say.
-							if dec, ok := decodeBase64(s); ok && len(dec) >= minFinding {
-								w.locate(dec, false)
-							}
-						}
+						w.text(s, false, binaryField(key))
 					}
 				}
 			case raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9':
 				if numberMayHold(raw) {
-					w.locate(raw, false)
+					w.locate(raw, false, len(w.dst), 0)
 				}
 			default:
 				w.value(val) // an object or array; true, false and null hold nothing
@@ -120,10 +116,68 @@ func (w *walker) value(v args.Value) {
 	}
 }
 
-// locate scans s, a string, number or member name at the current path, and records
-// its findings. Strings shorter than minFinding, which Scan passes over, are passed
-// over before the call.
-func (w *walker) locate(s string, inKey bool) {
+// text scans s, a string or member name at the current path, and the base64 it holds:
+// all of s when it is the value of a binary field (binary) and decodes as base64, and
+// otherwise the runs of base64 in it. Strings shorter than minFinding, which Scan
+// passes over, are passed over before the call.
+func (w *walker) text(s string, inKey, binary bool) {
+	n0 := len(w.dst)
+	w.locate(s, inKey, n0, 0)
+	whole := false
+	if binary {
+		// MCP's binary fields (a resource's blob, an image's or audio's
+		// data) are base64: what they hold is scanned as well as what they
+		// say, decoded as a client decodes them. A client may also show the
+		// base64 to the model as text, so it is read as text too.
+		if dec, ok := decodeBase64(s); ok {
+			whole = true
+			if len(dec) >= minFinding {
+				w.decoded(dec, inKey, n0, 1)
+			}
+		}
+	}
+	w.runs(s, inKey, n0, 0, whole)
+}
+
+// runs scans the base64 runs of s, which was decoded depth times, each decoded from
+// each alignment that may hold text (see nextRun). When whole, s was decoded as one
+// value already, which a run that is all of s decodes to from its start.
+func (w *walker) runs(s string, inKey bool, n0, depth int, whole bool) {
+	if depth >= maxDecodeDepth || len(s) < minRunUnits {
+		return
+	}
+	for i := 0; ; {
+		r, ok := nextRun(s, i)
+		if !ok {
+			return
+		}
+		i = r.end
+		for a := range 4 {
+			if r.aligns&(1<<a) == 0 || a == 0 && whole && r.start == 0 && r.end == len(s) {
+				continue
+			}
+			dec := string(decodeRun(nil, s, r, a))
+			if !w.decoded(dec, inKey, n0, depth+1) {
+				tails(r, dec, func(t string) { w.decoded(t, inKey, n0, depth+1) })
+			}
+		}
+	}
+}
+
+// decoded scans dec, decoded depth times from base64, and its own runs, and reports
+// whether it found anything.
+func (w *walker) decoded(dec string, inKey bool, n0, depth int) bool {
+	hits := w.hits
+	if len(dec) >= minFinding {
+		w.locate(dec, inKey, n0, depth)
+	}
+	w.runs(dec, inKey, n0, depth, false)
+	return w.hits != hits
+}
+
+// locate scans s, decoded depth times from base64, and records its findings at the
+// current path, once per kind among those recorded there from w.dst[n0:].
+func (w *walker) locate(s string, inKey bool, n0, depth int) {
 	first := anchorFrom(s, 0)
 	if first == len(s) {
 		return // as Scan finds nothing there
@@ -132,6 +186,24 @@ func (w *walker) locate(s string, inKey bool) {
 	if len(w.scratch) == 0 {
 		return
 	}
+	w.hits++
+	ptr := ""
+next:
+	for _, f := range w.scratch {
+		for _, l := range w.dst[n0:] {
+			if l.Kind == f.Kind {
+				continue next // one entry per kind and place
+			}
+		}
+		if ptr == "" {
+			ptr = w.pointer()
+		}
+		w.dst = append(w.dst, Located{Kind: f.Kind, Pointer: ptr, InKey: inKey, InBase64: depth > 0})
+	}
+}
+
+// pointer returns the JSON Pointer of the current path.
+func (w *walker) pointer() string {
 	var b []byte
 	for k := range w.depth {
 		st := w.step(k)
@@ -142,17 +214,7 @@ func (w *walker) locate(s string, inKey bool) {
 			b = args.AppendToken(b, st.key)
 		}
 	}
-	ptr := string(b)
-	n0 := len(w.dst)
-next:
-	for _, f := range w.scratch {
-		for _, l := range w.dst[n0:] {
-			if l.Kind == f.Kind {
-				continue next // one entry per kind and place
-			}
-		}
-		w.dst = append(w.dst, Located{Kind: f.Kind, Pointer: ptr, InKey: inKey})
-	}
+	return string(b)
 }
 
 // AppendRedacted appends v to dst as JSON with the findings whose kind satisfies redact
@@ -214,10 +276,12 @@ func appendRedacted(dst []byte, v args.Value, redact func(Kind) bool) ([]byte, e
 					// field stays what the client expects, without the
 					// secret.
 					s := val.Str()
-					if r := redacted(dec, redact); r != dec {
+					if r, _ := redactedAt(dec, redact, 1); r != dec {
 						s = base64.StdEncoding.EncodeToString([]byte(r))
 					}
-					dst = appendJSONString(dst, s)
+					// And as text: what the value says, and its runs
+					// at every alignment.
+					dst = appendJSONString(dst, redacted(s, redact))
 					continue
 				}
 			}
@@ -231,20 +295,11 @@ func appendRedacted(dst []byte, v args.Value, redact func(Kind) bool) ([]byte, e
 	}
 }
 
-// redacted returns s with the findings whose kind satisfies redact replaced.
+// redacted returns s with the findings whose kind satisfies redact replaced, in its
+// text and in the base64 it holds.
 func redacted(s string, redact func(Kind) bool) string {
-	var buf [8]Finding
-	fs := Scan(s, buf[:0])
-	if redact != nil {
-		keep := fs[:0]
-		for _, f := range fs {
-			if redact(f.Kind) {
-				keep = append(keep, f)
-			}
-		}
-		fs = keep
-	}
-	return Redact(s, fs)
+	r, _ := redactedAt(s, redact, 0)
+	return r
 }
 
 // appendJSONString appends s as a JSON string, escaping only what JSON requires. s is

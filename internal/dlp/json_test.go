@@ -167,23 +167,74 @@ func TestScanValueNoAllocation(t *testing.T) {
 // ScanValue's shortcuts), one entry per kind and place.
 func scanValueRef(v args.Value) []Located {
 	var out []Located
+	var addRuns func(s, ptr string, inKey, binary bool)
 	add := func(fs []Finding, ptr string, inKey bool) {
-		n0 := len(out)
 	next:
 		for _, f := range fs {
-			for _, l := range out[n0:] {
-				if l.Kind == f.Kind {
+			for _, l := range out {
+				if l.Kind == f.Kind && l.Pointer == ptr && l.InKey == inKey {
 					continue next
 				}
 			}
 			out = append(out, Located{Kind: f.Kind, Pointer: ptr, InKey: inKey})
 		}
 	}
+	// addRuns adds what a fresh scanner finds in the base64 s holds, whole (in
+	// a binary field) and in its runs at every alignment, down to
+	// maxDecodeDepth, as found in base64.
+	var decoded func(s, ptr string, inKey bool, depth int) bool
+	runs := func(s, ptr string, inKey bool, depth int, skipWhole bool) {
+		for i := 0; depth < maxDecodeDepth; {
+			r, ok := nextRun(s, i)
+			if !ok {
+				break
+			}
+			i = r.end
+			for a := range 4 {
+				if r.aligns&(1<<a) != 0 && !(a == 0 && skipWhole && r.start == 0 && r.end == len(s)) {
+					dec := string(decodeRun(nil, s, r, a))
+					if !decoded(dec, ptr, inKey, depth+1) {
+						tails(r, dec, func(t string) { decoded(t, ptr, inKey, depth+1) })
+					}
+				}
+			}
+		}
+	}
+	hits := 0
+	decoded = func(s, ptr string, inKey bool, depth int) bool {
+		h := hits
+		fs := fullScan(s)
+		if len(fs) > 0 {
+			hits++
+		}
+		n := len(out)
+		add(fs, ptr, inKey)
+		for k := n; k < len(out); k++ {
+			out[k].InBase64 = true
+		}
+		runs(s, ptr, inKey, depth, false)
+		return hits != h
+	}
+	addRuns = func(s, ptr string, inKey, binary bool) {
+		if len(s) < minFinding {
+			return
+		}
+		whole := false
+		if binary {
+			if dec, ok := decodeBase64(s); ok {
+				whole = true
+				decoded(dec, ptr, inKey, 1)
+			}
+		}
+		runs(s, ptr, inKey, 0, whole)
+	}
 	var walk func(v args.Value, ptr string)
 	walk = func(v args.Value, ptr string) {
 		switch v.Kind() {
 		case args.String:
 			add(fullScan(v.Str()), ptr, false)
+			binary := strings.HasSuffix(ptr, "/blob") || strings.HasSuffix(ptr, "/data")
+			addRuns(v.Str(), ptr, false, binary)
 		case args.Number:
 			add(fullScan(v.Raw()), ptr, false)
 		case args.Array:
@@ -195,6 +246,7 @@ func scanValueRef(v args.Value) []Located {
 				k, e := v.Member(i)
 				p := ptr + "/" + string(args.AppendToken(nil, k))
 				add(fullScan(k), p, true)
+				addRuns(k, p, true, false)
 				walk(e, p)
 			}
 		}
