@@ -134,7 +134,8 @@ func refused(v *Verdict) Verdict {
 	return out
 }
 
-// prepareEnvelope encodes the envelope of c: the arguments as aegis lets them
+// prepareEnvelope encodes the envelope of c: the arguments (and a retry's
+// answers to the server's requests for input) as aegis lets them
 // through (v.Arguments, which an ask holds too: what an approval would
 // forward, the arguments its args_hash is of) or, for a refused call, as
 // the model wrote them; redacted either way. Only an allowed call is
@@ -150,12 +151,25 @@ func (r *recorder) prepareEnvelope(c *Call, v *Verdict, at time.Time) (envelope.
 	if r.Redact != nil {
 		a, reds = r.Redact(a)
 	}
-	return r.Envelopes.Prepare(&envelope.Record{
+	rec := &envelope.Record{
 		Time: at, Session: c.Session, Principal: c.Principal,
 		Server: c.Server, Tool: c.Tool,
 		Forwarded: v.Effect == policy.Allow,
 		Arguments: a, Redactions: reds,
-	})
+	}
+	if c.InputResponses != nil {
+		// A retry's answers, as forwarded (redacted as DLP said) or as
+		// the client sent them; redacted either way.
+		in := c.InputResponses
+		if v.InputResponses != nil {
+			in = v.InputResponses
+		}
+		if r.Redact != nil {
+			in, rec.InputRedactions = r.Redact(in)
+		}
+		rec.InputResponses = in
+	}
+	return r.Envelopes.Prepare(rec)
 }
 
 // entry builds the chain entry of a decision: the decision axes, never the
