@@ -54,7 +54,8 @@ type relay struct {
 	// count against maxReqs with inflight, so that a client that does not
 	// read cannot make the relay hold one goroutine per refused call.
 	answering int
-	gone      error // set when the server has gone; later requests are answered with it
+	gone      error         // set when the server has gone; later requests are answered with it
+	cont      continuations // the input_required results awaiting a retry (mrtr.go)
 
 	idle     chan *reading  // readers waiting to take over the client's input
 	handoff  handoff        // the standby reader's

@@ -215,7 +215,16 @@ func (r *relay) checkResult(msg []byte, m message, req *request) []byte {
 	if m.error.ok() && r.errs != nil {
 		return r.checkError(msg, m, req)
 	}
-	if r.results == nil || !m.result.ok() {
+	if !m.result.ok() {
+		return msg
+	}
+	if ir, ok, err := readInputRequired(m.result.of(msg)); err != nil {
+		r.log.Warn("proxy: withheld an input_required result", "tool", req.call.Tool, "err", err)
+		return toolError(req, reasonResultWithheld)
+	} else if ok {
+		return r.checkInputRequired(msg, m, req, ir)
+	}
+	if r.results == nil {
 		return msg
 	}
 	out, err := r.results.Result(r.ctx, req.call, bytes.Clone(m.result.of(msg)))

@@ -48,15 +48,19 @@ func (f *forwarded) take(c *Call) (uint64, bool) {
 func (g sessionGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	var o gateway.Outcome
 	var err error
+	var in *gateway.Input
+	if c.InputResponses != nil || c.Continues {
+		in = &gateway.Input{Responses: c.InputResponses, Continues: c.Continues}
+	}
 	if c.Method != "" {
-		o, err = g.s.Request(ctx, c.Method, c.Params)
+		o, err = g.s.RequestInput(ctx, c.Method, c.Params, in)
 	} else {
-		o, err = g.s.Call(ctx, c.Tool, c.Arguments)
+		o, err = g.s.CallInput(ctx, c.Tool, c.Arguments, in)
 	}
 	if err == nil && o.Forward {
 		g.seqs.put(c, o.Seq)
 	}
-	return Verdict{Forward: o.Forward, Arguments: o.Arguments, Reason: o.Reason}, err
+	return Verdict{Forward: o.Forward, Arguments: o.Arguments, InputResponses: o.InputResponses, Reason: o.Reason}, err
 }
 
 // Undelivered records, in the chain, a call the relay let through that got
