@@ -322,3 +322,52 @@ func TestV2HeldTool(t *testing.T) {
 		})
 	}
 }
+
+// TestV2DemoServer: the bundled demo server's elicitation (its confirm
+// tool), through aegis run, is valid for the SDK v2 client at every
+// revision: the client asks the person and the server hears the answer.
+// (The demo server asked with a form that had no requestedSchema, which
+// the v2 client refuses as an invalid elicitation.)
+func TestV2DemoServer(t *testing.T) {
+	node := needNodeV2(t)
+	for _, rev := range v2Revisions {
+		t.Run(rev, func(t *testing.T) {
+			home := tempDir(t)
+			aegisHome := filepath.Join(home, ".local/state/aegis")
+			writeFiles(t, home, map[string]string{
+				"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  demo: {}\n",
+				"policy.yaml": "version: 1\nrules:\n" +
+					"  - {id: confirm, effect: allow, server: demo, unbound: true, tool: confirm}\n" +
+					"  - {id: elicit, effect: allow, server: demo, method: elicitation/create}\n",
+			})
+			b, err := json.Marshal(map[string]any{"calls": []methodCall{{Name: "confirm", Tool: "confirm", Arguments: map[string]any{"action": "deploy"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := filepath.Join(home, "plan.json")
+			if err := os.WriteFile(plan, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r, err := runScript(node, "driver-v2.mjs", baseEnv(home, aegisHome), []string{rev, plan},
+				aegisRun(filepath.Join(home, "aegis.yaml"), "demo", aegisBin, "demo-server", "--root", home))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s v2Step
+			if err := json.Unmarshal(r.T.Steps[len(r.T.Steps)-1], &s); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.text(); !strings.Contains(got, `the user chose accept for "deploy"`) {
+				t.Errorf("confirm: got %q", got)
+			}
+			entries, _ := readChain(t, aegisHome, "demo")
+			want := "tools/call confirm allow confirm\nelicitation/create allow elicit"
+			if rev >= "2026-07-28" {
+				want += "\ntools/call confirm allow confirm"
+			}
+			if got := strings.Join(entriesOf(entries), "\n"); got != want {
+				t.Errorf("chain\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
