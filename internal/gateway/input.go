@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/dlp"
@@ -79,4 +82,51 @@ func redactedInput(c *Call, v *Verdict) []byte {
 		return nil
 	}
 	return bytes.Clone(v.InputResponses)
+}
+
+// RuleAnswer is the rule id recorded for the client's answer to a
+// request of the server ([Session.Answer]).
+const RuleAnswer = "aegis:answer"
+
+// Answer takes in the client's answer to a request of the server that
+// [Session.ServerRequest] let through: result is the result object it
+// answered with. It is input the server receives, like arguments: the
+// answer to an elicitation/create (a person's words) is scanned by DLP
+// with the argument actions and recorded, with an envelope that keeps it
+// redacted, in an entry of its own (method elicitation/create, tool
+// "answer", rule aegis:answer). It returns the answer to pass on, nil for
+// the client's own bytes, or a [*Refusal] when it must not reach the
+// server (a secret whose action is deny or ask: no person can be asked
+// here), or an error when it could not be recorded. Answers to other
+// methods pass unchecked. In revision 2026-07-28 the answers come with
+// the call's retry instead ([Input]).
+func (s *Session) Answer(ctx context.Context, method string, result []byte) ([]byte, error) {
+	if method != "elicitation/create" {
+		return nil, nil
+	}
+	c := s.facts("answer", emptyObject)
+	c.Method, c.InputResponses = method, result
+	out, found, err := s.eng.scanInput(s.srv, c)
+	if err == nil {
+		for _, f := range found {
+			if s.srv.DLP.Arguments.For(f.Kind) == dlp.ActionAsk {
+				err = refusal(RuleDLP, "the answer holds what may be a secret, and no person can be asked here: %s", findingsNote(found))
+				break
+			}
+		}
+	}
+	if s.rec.Log != nil {
+		if rerr := s.rec.answer(ctx, c, out, found, err); rerr != nil {
+			s.logger.Error("recording an answer", "method", method, "err", rerr)
+			return nil, &Refusal{Rule: RuleAnswer, Err: errors.New("the answer could not be recorded")}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(s.notify, "aegis: withheld the client's answer to %s: %v\n", s.what(method, ""), err)
+		return nil, err
+	}
+	if bytes.Equal(out, result) {
+		return nil, nil
+	}
+	return out, nil
 }

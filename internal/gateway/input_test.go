@@ -158,3 +158,60 @@ func TestCallInput(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswer: the client's answer to the server's elicitation is input to
+// the server: DLP scans it with the argument actions (a secret denies,
+// asks, which no one can answer here, so it denies, or is redacted), and
+// each answer is recorded, with an envelope that keeps it redacted.
+// Answers to other methods pass unchecked and unrecorded.
+func TestAnswer(t *testing.T) {
+	answer := func(s string) []byte { return []byte(`{"action":"accept","content":{"reason":"` + s + `"}}`) }
+	for _, tc := range []struct {
+		name     string
+		args     dlp.Actions
+		method   string
+		answer   []byte
+		wantErr  string // substring; "" for none
+		wantOut  string // the replacement; "" for the answer as it came
+		decision string // the entry's; "" for no entry
+		kept     string
+	}{
+		{"nothing found", dlp.Actions{}, "elicitation/create", answer("ship it"), "", "", "allow", string(answer("ship it"))},
+		{"a secret denied", dlp.Actions{Default: dlp.ActionDeny}, "elicitation/create", answer(fakeKey), "inputResponses/content/reason", "", "deny", string(answer("[REDACTED:aws.access_key]"))},
+		{"a secret asks", dlp.Actions{Default: dlp.ActionAsk}, "elicitation/create", answer(fakeKey), "no person can be asked", "", "deny", string(answer("[REDACTED:aws.access_key]"))},
+		{"a secret redacted", dlp.Actions{Default: dlp.ActionRedact}, "elicitation/create", answer(fakeKey), "", string(answer("[REDACTED:aws.access_key]")), "allow", string(answer("[REDACTED:aws.access_key]"))},
+		{"another method", dlp.Actions{Default: dlp.ActionDeny}, "sampling/createMessage", answer(fakeKey), "", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, log := inputSession(t, tc.args, dir)
+			out, err := s.Answer(context.Background(), tc.method, tc.answer)
+			if (err != nil) != (tc.wantErr != "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Answer: %v, want an error with %q", err, tc.wantErr)
+			}
+			if string(out) != tc.wantOut {
+				t.Errorf("Answer passes on %s, want %s", out, tc.wantOut)
+			}
+			if tc.decision == "" {
+				if len(log.entries) != 0 {
+					t.Fatalf("%d entries, want none", len(log.entries))
+				}
+				return
+			}
+			if len(log.entries) != 1 {
+				t.Fatalf("%d entries, want 1", len(log.entries))
+			}
+			ent := log.entries[0]
+			if ent.Decision != tc.decision || ent.Method != tc.method || ent.Rules[0] != RuleAnswer {
+				t.Errorf("entry %s %s %v, want %s %s %s", ent.Decision, ent.Method, ent.Rules, tc.decision, tc.method, RuleAnswer)
+			}
+			r, err := envelope.Find(dir, envelope.Digest(ent.Envelope))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(r.InputResponses) != tc.kept {
+				t.Errorf("envelope keeps %s, want %s", r.InputResponses, tc.kept)
+			}
+		})
+	}
+}
