@@ -134,7 +134,7 @@ func (r *relay) fromClient(line []byte) *pendingCall {
 			r.toServer(line)
 		}
 	case kindResponse:
-		r.toServer(line)
+		r.clientAnswer(line, m)
 	}
 	return nil
 }
@@ -542,6 +542,8 @@ func (r *relay) clientBatch(line []byte) {
 			reason = errors.New("nested batch")
 		case m.class == classToolsCall, m.class == classDecided && m.kind == kindRequest:
 			reason = fmt.Errorf("a batch may not hold %s, which aegis decides; send it as its own message", m.method)
+		case m.kind == kindResponse && r.awaitsAnswer(m.id):
+			reason = errors.New("a batch may not hold an answer to a request of the server that aegis checks; send it as its own message")
 		case m.kind == kindRequest:
 			key, err := requestKey(m.id)
 			if err != nil {

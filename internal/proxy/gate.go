@@ -141,6 +141,21 @@ type ServerRequestChecker interface {
 	ServerRequest(ctx context.Context, method string, params json.RawMessage) (Verdict, error)
 }
 
+// AnswerChecker is implemented by a [Gate] that looks into the client's
+// answers to the server's requests its [ServerRequestChecker] let
+// through: what the client sends the server there (a person's answer to
+// an elicitation) is input to the server, like arguments.
+//
+// Answer is called with the request's method and the result the client
+// answered with, on the goroutine that reads the client. A nil return
+// relays the client's message byte for byte; a non-nil one (a JSON
+// object) replaces the result. An error withholds it: the server receives
+// a JSON-RPC error under the request's id instead, with the [*Withheld]
+// reason when there is one. A client's error answer is relayed unchecked.
+type AnswerChecker interface {
+	Answer(ctx context.Context, method string, result json.RawMessage) (json.RawMessage, error)
+}
+
 // Withheld is a ResultChecker's error that says why a result was withheld,
 // in words fit for the client and the model: it MUST name the rule, never
 // a secret.

@@ -67,7 +67,10 @@ func (r *relay) serverRequest(line []byte, m message) bool {
 	}
 	v, err := r.srvReqs.ServerRequest(r.ctx, string(m.method), params)
 	if err == nil && v.Forward {
-		return true
+		if r.expectAnswer(m.id, string(m.method)) {
+			return true
+		}
+		v = Verdict{Reason: "aegis refused this request: too many requests of the server await the client's answer"}
 	}
 	reason := v.Reason
 	switch {

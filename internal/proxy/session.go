@@ -119,6 +119,12 @@ func (g sessionGate) ServerRequest(ctx context.Context, method string, params js
 	return Verdict{Forward: o.Forward, Reason: o.Reason}, err
 }
 
+// Answer checks, and records, the client's answer to a request of the
+// server.
+func (g sessionGate) Answer(ctx context.Context, method string, result json.RawMessage) (json.RawMessage, error) {
+	return withheld(g.s.Answer(ctx, method, result))
+}
+
 // withheld gives a refusal of the session's result side the relay's type,
 // whose reason the model reads.
 func withheld(out []byte, err error) (json.RawMessage, error) {
