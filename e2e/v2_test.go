@@ -233,8 +233,9 @@ func TestV2Eras(t *testing.T) {
 			}
 			if rev < "2026-07-28" {
 				// The server asks in a request of its own, while the one
-				// call waits: no retry.
-				wantChain = append(wantChain[:6:6], wantChain[7:]...)
+				// call waits: no retry, and the answer is checked and
+				// recorded on its own.
+				wantChain = append(append(wantChain[:6:6], "elicitation/create allow aegis:answer"), wantChain[7:]...)
 			}
 			if got := entriesOf(entries); strings.Join(got, "\n") != strings.Join(wantChain, "\n") {
 				t.Errorf("chain\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(wantChain, "\n"))
@@ -288,8 +289,12 @@ func TestV2Elicitation(t *testing.T) {
 						elicit = append(elicit, e)
 					}
 				}
-				if want := "elicitation/create " + tc.effect + " no-elicit"; len(elicit) != 1 || elicit[0] != want {
-					t.Errorf("chain holds %q, want one %q", elicit, want)
+				want := []string{"elicitation/create " + tc.effect + " no-elicit"}
+				if tc.effect == "allow" && rev < "2026-07-28" {
+					want = append(want, "elicitation/create allow aegis:answer")
+				}
+				if strings.Join(elicit, "\n") != strings.Join(want, "\n") {
+					t.Errorf("chain holds %q, want %q", elicit, want)
 				}
 			})
 		}
@@ -361,12 +366,69 @@ func TestV2DemoServer(t *testing.T) {
 				t.Errorf("confirm: got %q", got)
 			}
 			entries, _ := readChain(t, aegisHome, "demo")
-			want := "tools/call confirm allow confirm\nelicitation/create allow elicit"
-			if rev >= "2026-07-28" {
-				want += "\ntools/call confirm allow confirm"
+			want := "tools/call confirm allow confirm\nelicitation/create allow elicit\ntools/call confirm allow confirm"
+			if rev < "2026-07-28" {
+				want = "tools/call confirm allow confirm\nelicitation/create allow elicit\nelicitation/create allow aegis:answer"
 			}
 			if got := strings.Join(entriesOf(entries), "\n"); got != want {
 				t.Errorf("chain\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestV2AnswerWithASecret: a person's answer to the server's elicitation
+// is input to the server, like arguments: one holding a secret does not
+// reach the server (DLP's argument action, deny, by default), in either
+// era: at 2026-07-28 it comes in the retry's inputResponses, which is
+// refused with a reason the model reads; before, it is the client's
+// answer to the server's request, which the server gets as an error. The
+// envelopes keep the answer with the secret redacted.
+func TestV2AnswerWithASecret(t *testing.T) {
+	node := needNodeV2(t)
+	for _, rev := range v2Revisions {
+		t.Run(rev, func(t *testing.T) {
+			home, aegisHome, config := v2Home(t, "  - {id: elicit, effect: allow, server: v2, method: elicitation/create}\n")
+			writeFiles(t, home, map[string]string{"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2: {}\n"})
+			key := fakeAWSKey(t)
+			env := baseEnv(home, aegisHome)
+			calls := []methodCall{{Name: "deploy", Tool: "deploy", Arguments: map[string]any{"env": "prod"}}}
+			r, steps := v2Run(t, node, rev, env, config, calls, "the key is "+key)
+			got := steps["deploy"].text()
+			if strings.Contains(got, "deployed") {
+				t.Errorf("deploy: the server got the answer: %q", got)
+			}
+			if rev >= "2026-07-28" && !strings.Contains(got, "inputResponses) hold a secret") {
+				t.Errorf("deploy: got %q, want aegis's refusal naming the answers", got)
+			}
+			for _, m := range r.T.Received {
+				if strings.Contains(string(m), key) {
+					t.Errorf("the key came back to the client: %s", m)
+				}
+			}
+			entries, _ := readChain(t, aegisHome, "v2")
+			var saw []string
+			for _, e := range entries {
+				if e.Decision == "deny" {
+					saw = append(saw, e.Reason)
+				}
+			}
+			if len(saw) != 1 || !strings.Contains(saw[0], "aws.access_key") {
+				t.Errorf("denials in the chain %q, want one naming the key's kind", saw)
+			}
+			var kept []byte
+			filepath.WalkDir(filepath.Join(aegisHome, "envelopes"), func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					b, _ := os.ReadFile(p)
+					kept = append(kept, b...)
+				}
+				return nil
+			})
+			if strings.Contains(string(kept), key) {
+				t.Errorf("an envelope keeps the key")
+			}
+			if !strings.Contains(string(kept), `"input_responses":`) || !strings.Contains(string(kept), "[REDACTED:aws.access_key]") {
+				t.Errorf("no envelope keeps the answer, redacted:\n%s", kept)
 			}
 		})
 	}
