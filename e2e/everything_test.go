@@ -69,7 +69,8 @@ func TestEverythingFidelity(t *testing.T) {
 		// the client sent but the protocol's housekeeping (tools/call,
 		// resources/read, prompts/get, ..., the unknown method the
 		// configuration lists), and each the server sent the client but
-		// ping (sampling, elicitation, roots).
+		// ping (sampling, elicitation, roots); and the client's answer to
+		// each elicitation, which is input to the server like arguments.
 		decided := 0
 		for _, m := range through.T.Sent {
 			if isRequest(m) && !gateway.Relayed(method(m)) {
@@ -79,6 +80,9 @@ func TestEverythingFidelity(t *testing.T) {
 		for _, m := range through.T.Received {
 			if isRequest(m) && method(m) != "ping" {
 				decided++
+			}
+			if isRequest(m) && method(m) == "elicitation/create" {
+				decided++ // its answer
 			}
 		}
 		rep, decisions := verifyChain(t, aegisHome, "everything")

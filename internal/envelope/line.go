@@ -11,8 +11,8 @@ import (
 // appendLine appends the JSON line of r (without its newline), with the
 // given version and nonce, byte for byte as json.Marshal writes the Record
 // {V: Version, Nonce: hex(nonce), …} with nil Redactions as [] and
-// arguments that are not valid JSON as a JSON string of at most maxRaw
-// bytes: field order, escaping (<, >, & and U+2028/U+2029 escaped,
+// arguments (and input responses) that are not valid JSON as a JSON
+// string of at most maxRaw bytes: field order, escaping (<, >, & and U+2028/U+2029 escaped,
 // invalid UTF-8 as \ufffd), the time as time.Time.MarshalJSON writes it
 // and the arguments compacted as json.Marshal compacts a RawMessage.
 // FuzzRecordLine holds it to json.Marshal.
@@ -48,8 +48,23 @@ func appendLine(dst []byte, r *Record, nonce *[16]byte) ([]byte, error) {
 		dst = append(dst, `,"forwarded":false,"arguments":`...)
 	}
 	dst = appendArguments(dst, r.Arguments)
-	dst = append(dst, `,"redactions":[`...)
-	for i, red := range r.Redactions {
+	dst = append(dst, `,"redactions":`...)
+	dst = appendRedactions(dst, r.Redactions)
+	if len(r.InputResponses) > 0 {
+		dst = append(dst, `,"input_responses":`...)
+		dst = appendArguments(dst, r.InputResponses)
+	}
+	if len(r.InputRedactions) > 0 {
+		dst = append(dst, `,"input_redactions":`...)
+		dst = appendRedactions(dst, r.InputRedactions)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendRedactions appends reds as a JSON array.
+func appendRedactions(dst []byte, reds []Redaction) []byte {
+	dst = append(dst, '[')
+	for i, red := range reds {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
@@ -59,7 +74,7 @@ func appendLine(dst []byte, r *Record, nonce *[16]byte) ([]byte, error) {
 		dst = appendString(dst, red.Kind)
 		dst = append(dst, '}')
 	}
-	return append(dst, "]}"...), nil
+	return append(dst, ']')
 }
 
 // appendArguments appends the arguments as the record keeps them: valid

@@ -23,13 +23,18 @@ func referenceLine(r Record, nonce [16]byte) ([]byte, error) {
 	if r.Redactions == nil {
 		r.Redactions = []Redaction{}
 	}
-	if !json.Valid(r.Arguments) {
-		raw := r.Arguments
+	asString := func(raw []byte) []byte {
 		if len(raw) > maxRaw {
 			raw = raw[:maxRaw]
 		}
 		b, _ := json.Marshal(strings.ToValidUTF8(string(raw), "\uFFFD"))
-		r.Arguments = b
+		return b
+	}
+	if !json.Valid(r.Arguments) {
+		r.Arguments = asString(r.Arguments)
+	}
+	if len(r.InputResponses) > 0 && !json.Valid(r.InputResponses) {
+		r.InputResponses = asString(r.InputResponses)
 	}
 	return json.Marshal(&r)
 }
@@ -152,6 +157,9 @@ func FuzzRecordLine(f *testing.F) {
 		if len(pointer)+len(kind) > 0 {
 			r.Redactions = []Redaction{{Pointer: pointer, Kind: kind}, {Pointer: kind, Kind: pointer}}
 		}
+		checkLine(t, r, nonce)
+		// A retry's answers, kept like the arguments.
+		r.InputResponses, r.InputRedactions = arguments, r.Redactions
 		checkLine(t, r, nonce)
 	})
 }

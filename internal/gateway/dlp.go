@@ -15,12 +15,23 @@ import (
 // replaces its span and re-decodes doc; ask and report are returned in
 // found (withFindings turns an allowed call into an ask).
 func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) (out []byte, found []dlp.Located, err error) {
+	return e.scan(s, doc, cur, "the arguments", "")
+}
+
+// scan is scanArguments of what (in words: "the arguments"), doc holding
+// cur decoded; the pointers of the findings get prefix.
+func (e *Engine) scan(s *Server, doc *args.Doc, cur []byte, what, prefix string) (out []byte, found []dlp.Located, err error) {
 	if s.DLP == nil {
 		return cur, nil, nil
 	}
 	found = dlp.ScanValue(doc.Root(), nil)
 	if len(found) == 0 {
 		return cur, nil, nil
+	}
+	if prefix != "" {
+		for i := range found {
+			found[i].Pointer = prefix + found[i].Pointer
+		}
 	}
 	act, _ := s.DLP.Arguments.DecideLocated(found)
 	if act == dlp.ActionDeny {
@@ -30,7 +41,7 @@ func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) (out []byte
 				denied = append(denied, f)
 			}
 		}
-		return nil, nil, refusal(RuleDLP, "the arguments hold a secret: %s", findingsNote(denied))
+		return nil, nil, refusal(RuleDLP, "%s hold a secret: %s", what, findingsNote(denied))
 	}
 	redact := false
 	for _, f := range found {
@@ -39,10 +50,10 @@ func (e *Engine) scanArguments(s *Server, doc *args.Doc, cur []byte) (out []byte
 	if redact {
 		out, err := dlp.AppendRedacted(make([]byte, 0, len(cur)+32), doc.Root(), s.DLP.Arguments.Redacts)
 		if err != nil {
-			return nil, nil, refusal(RuleDLP, "redacting the arguments: %v", err)
+			return nil, nil, refusal(RuleDLP, "redacting %s: %v", what, err)
 		}
 		if err := doc.Decode(out, &e.limits); err != nil {
-			return nil, nil, refusal(RuleDLP, "the redacted arguments: %v", err)
+			return nil, nil, refusal(RuleDLP, "%s, redacted: %v", what, err)
 		}
 		cur = out
 	}

@@ -106,7 +106,15 @@ func DecidedMethods() []string {
 // has Forward false and a Reason to answer it with. A method aegis does
 // not decide and the configuration does not list is refused, recorded.
 func (s *Session) Request(ctx context.Context, method string, params []byte) (Outcome, error) {
-	return s.request(ctx, method, params, false)
+	return s.request(ctx, method, params, false, nil)
+}
+
+// RequestInput is [Session.Request] for a request that may retry a
+// multi-round-trip request (prompts/get, resources/read): in, if not nil,
+// says what the retry brings (see [Input]); its Responses are in params
+// too.
+func (s *Session) RequestInput(ctx context.Context, method string, params []byte, in *Input) (Outcome, error) {
+	return s.request(ctx, method, params, false, in)
 }
 
 // ServerRequest is [Session.Request] for a request the server sends the
@@ -114,14 +122,15 @@ func (s *Session) Request(ctx context.Context, method string, params []byte) (Ou
 // method the configuration lists. A client's method sent by the server
 // (or the other way round) is refused under aegis:method.
 func (s *Session) ServerRequest(ctx context.Context, method string, params []byte) (Outcome, error) {
-	return s.request(ctx, method, params, true)
+	return s.request(ctx, method, params, true, nil)
 }
 
-func (s *Session) request(ctx context.Context, method string, params []byte, fromServer bool) (Outcome, error) {
+func (s *Session) request(ctx context.Context, method string, params []byte, fromServer bool, in *Input) (Outcome, error) {
 	if method == "" || method == policy.ToolsCall {
 		return Outcome{Effect: policy.Deny}, errors.New("gateway: Session.Request of tools/call: use Session.Call")
 	}
 	c := s.requestCall(method, params, fromServer)
+	in.apply(c)
 	m := s.mem.Get().(*callMem)
 	defer s.mem.Put(m)
 	v, seq, err := s.run(ctx, c, m, true)
@@ -135,6 +144,7 @@ func (s *Session) request(ctx context.Context, method string, params []byte, fro
 	switch v.Effect {
 	case policy.Allow:
 		out.Forward = true
+		out.InputResponses = redactedInput(c, &v)
 	case policy.Ask:
 		out.Reason = "aegis: this request needs a person's approval, which this gateway cannot ask for yet: " + v.Reason()
 	default:

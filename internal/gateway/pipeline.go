@@ -106,9 +106,15 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	}
 	var origin capability.Origin
 	var taint bool
+	var inputs []byte
 	if err == nil {
 		origin, taint = e.sessionFacts(c)
 		fwd, found, err = e.scanArguments(s, doc, fwd)
+	}
+	if err == nil && c.InputResponses != nil {
+		var more []dlp.Located
+		inputs, more, err = e.scanInput(s, c)
+		found = append(found, more...)
 	}
 	var rel []capability.Capability
 	if err == nil {
@@ -171,7 +177,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		caps = append(caps, rel...)
 	}
 	req.Caps = caps
-	*v = Verdict{Arguments: fwd}
+	*v = Verdict{Arguments: fwd, InputResponses: inputs}
 	return req, found, true
 }
 
@@ -181,7 +187,11 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 // mode too), and the checks after it (counting the call against its caps
 // when commit). A denied call's arguments are withheld.
 func (e *Engine) conclude(ctx context.Context, v *Verdict, c *Call, req *policy.Request, r *route, doc *args.Doc, found []dlp.Located, commit bool) {
+	inputs := v.InputResponses
 	e.decideInto(v, req, v.Arguments)
+	if v.Effect != policy.Deny {
+		v.InputResponses = inputs
+	}
 	withFindings(v, r.s, found)
 	if c.Refuse != nil {
 		v.refuse(c.Refuse)
@@ -191,15 +201,15 @@ func (e *Engine) conclude(ctx context.Context, v *Verdict, c *Call, req *policy.
 		e.afterPolicy(ctx, v, c, r, doc, req.Origin, commit)
 	}
 	if v.Effect == policy.Deny {
-		v.Arguments = nil
+		v.Arguments, v.InputResponses = nil, nil
 	}
 }
 
 // afterPolicy runs the checks that follow the policy (DESIGN.md pipeline
 // step 7) on the verdict v, in this order: egress, provenance of ids, the
 // unattended ask, and the caps, which count a call only once everything
-// else has allowed it and commit is set. A check that refuses makes v a
-// denial.
+// else has allowed it and commit is set, and not again for the retry that
+// continues it (Call.Continues). A check that refuses makes v a denial.
 func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route, doc *args.Doc, origin capability.Origin, commit bool) {
 	if v.Effect == policy.Deny {
 		return
@@ -211,7 +221,7 @@ func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route,
 	if err == nil {
 		err = unattended(v, r.t, origin)
 	}
-	if err == nil && commit && v.Effect == policy.Allow {
+	if err == nil && commit && v.Effect == policy.Allow && !c.Continues {
 		err = e.takeCap(c, r.t)
 	}
 	if err != nil {

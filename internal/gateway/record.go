@@ -127,6 +127,55 @@ func (r *recorder) undelivered(ctx context.Context, c *Call, seq uint64, why str
 	return nil
 }
 
+// answer records the client's answer to a request of the server
+// ([Session.Answer]) c (its Method, its InputResponses the answer): an
+// entry under rule aegis:answer (and aegis:dlp when DLP found something),
+// allow when the answer was passed on (fwd, redacted or as it came) and
+// deny when refused (err), with an envelope that keeps the answer
+// redacted.
+func (r *recorder) answer(ctx context.Context, c *Call, fwd []byte, found []dlp.Located, refusedBy error) error {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	at := now()
+	e := r.callEntry(c, at)
+	e.Caps = []record.Cap{}
+	e.Rules = []string{RuleAnswer}
+	if len(found) > 0 {
+		e.Rules = append(e.Rules, RuleDLP)
+	}
+	v := Verdict{Effect: policy.Allow, InputResponses: fwd}
+	e.Decision = policy.Allow.String()
+	e.Reason = "the client's answer to the server's " + c.Method + " was passed on"
+	if len(found) > 0 {
+		e.Reason += " with secrets redacted or reported: " + findingsNote(found)
+	}
+	if refusedBy != nil {
+		v = Verdict{Effect: policy.Deny}
+		e.Decision = policy.Deny.String()
+		e.Reason = "the client's answer to the server's " + c.Method + " was withheld: " + refusedBy.Error()
+	}
+	var env envelope.Prepared
+	if r.Envelopes != nil {
+		var err error
+		if env, err = r.prepareEnvelope(c, &v, at); err != nil {
+			return fmt.Errorf("recording the envelope of an answer: %w", err)
+		}
+		defer env.Drop()
+		e.Envelope = record.Digest(env.Digest)
+	}
+	if _, _, err := r.Log.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording an answer: %w", err)
+	}
+	if r.Envelopes != nil {
+		if err := env.Write(); err != nil {
+			return fmt.Errorf("recording the envelope of an answer: %w", err)
+		}
+	}
+	return nil
+}
+
 // refused is the verdict of a call whose decision could not be recorded.
 func refused(v *Verdict) Verdict {
 	out := deny(fmt.Errorf("the decision could not be recorded, so the call is refused"))
@@ -134,7 +183,8 @@ func refused(v *Verdict) Verdict {
 	return out
 }
 
-// prepareEnvelope encodes the envelope of c: the arguments as aegis lets them
+// prepareEnvelope encodes the envelope of c: the arguments (and a retry's
+// answers to the server's requests for input) as aegis lets them
 // through (v.Arguments, which an ask holds too: what an approval would
 // forward, the arguments its args_hash is of) or, for a refused call, as
 // the model wrote them; redacted either way. Only an allowed call is
@@ -150,12 +200,25 @@ func (r *recorder) prepareEnvelope(c *Call, v *Verdict, at time.Time) (envelope.
 	if r.Redact != nil {
 		a, reds = r.Redact(a)
 	}
-	return r.Envelopes.Prepare(&envelope.Record{
+	rec := &envelope.Record{
 		Time: at, Session: c.Session, Principal: c.Principal,
 		Server: c.Server, Tool: c.Tool,
 		Forwarded: v.Effect == policy.Allow,
 		Arguments: a, Redactions: reds,
-	})
+	}
+	if c.InputResponses != nil {
+		// A retry's answers, as forwarded (redacted as DLP said) or as
+		// the client sent them; redacted either way.
+		in := c.InputResponses
+		if v.InputResponses != nil {
+			in = v.InputResponses
+		}
+		if r.Redact != nil {
+			in, rec.InputRedactions = r.Redact(in)
+		}
+		rec.InputResponses = in
+	}
+	return r.Envelopes.Prepare(rec)
 }
 
 // entry builds the chain entry of a decision: the decision axes, never the

@@ -132,6 +132,10 @@ type Outcome struct {
 	// (pinned fields, identity, neutralised templates, clamps); nil
 	// forwards them as they came.
 	Arguments []byte
+	// InputResponses replaces a retry's answers to the server's requests
+	// for input when aegis redacted secrets from them; nil forwards them
+	// as they came.
+	InputResponses []byte
 	// Reason is the answer the model reads when the call is not forwarded:
 	// it names the rule, never a secret.
 	Reason string
@@ -144,7 +148,14 @@ type Outcome struct {
 // checks, record. It returns once the decision is durable; an error means
 // it could not be recorded, and the call MUST NOT be forwarded.
 func (s *Session) Call(ctx context.Context, tool string, arguments []byte) (Outcome, error) {
+	return s.CallInput(ctx, tool, arguments, nil)
+}
+
+// CallInput is [Session.Call] for a call that may retry a multi-round-trip
+// request: in, if not nil, says what the retry brings (see [Input]).
+func (s *Session) CallInput(ctx context.Context, tool string, arguments []byte, in *Input) (Outcome, error) {
 	c := s.call(tool, arguments)
+	in.apply(c)
 	m := s.mem.Get().(*callMem)
 	defer s.mem.Put(m)
 	v, seq, err := s.run(ctx, c, m, true)
@@ -162,6 +173,7 @@ func (s *Session) Call(ctx context.Context, tool string, arguments []byte) (Outc
 			// Shaped, in m, which the next call reuses: copied out.
 			out.Arguments = bytes.Clone(v.Arguments)
 		}
+		out.InputResponses = redactedInput(c, &v)
 	case policy.Ask:
 		// Approvals (DESIGN.md R21) are not built yet: an ask cannot be
 		// answered, so it is refused, saying so.

@@ -64,6 +64,13 @@ type Call struct {
 	// arguments are checked against it, closed (R11); nil skips the check.
 	Schema    []byte
 	SchemaKey [32]byte
+	// InputResponses are the answers a retry of a multi-round-trip request
+	// brings (see [Input]), raw JSON; nil for any other call. DLP scans
+	// them as arguments, and the envelope keeps them.
+	InputResponses []byte
+	// Continues says the call continues one the session already counted
+	// against its caps (see [Input]); it is decided all the same.
+	Continues bool
 }
 
 // Verdict is the engine's answer for one call. Effect is what happens to
@@ -94,6 +101,10 @@ type Verdict struct {
 	// call is refused. They are read-only: they may be the Call's own
 	// Arguments, or text that the strings of Caps share.
 	Arguments []byte
+	// InputResponses are the call's answers (Call.InputResponses) as they
+	// would be forwarded, secrets redacted; nil when the call has none or
+	// is refused.
+	InputResponses []byte
 }
 
 // Reason says in one line why the call got its effect.

@@ -62,7 +62,7 @@ func TestParseCallIntoCopies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var c Call
-	msg, id, _, err := parseCallInto(&c, line, m)
+	msg, id, _, _, err := parseCallInto(&c, line, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,7 +134,7 @@ func (r *relay) fromClient(line []byte) *pendingCall {
 			r.toServer(line)
 		}
 	case kindResponse:
-		r.toServer(line)
+		r.clientAnswer(line, m)
 	}
 	return nil
 }
@@ -180,6 +180,7 @@ type pendingCall struct {
 	ctx          context.Context
 	msg          []byte // the message as the client sent it, the relay's own copy
 	args, params span
+	inputs       span // params.inputResponses, zero if absent
 }
 
 // startCall validates and registers a tools/call, and returns it to be
@@ -195,7 +196,7 @@ func (r *relay) startCall(line []byte, m message) *pendingCall {
 	if m.class == classDecided {
 		parse = parseRequestInto
 	}
-	msg, id, args, err := parse(&p.call, line, m)
+	msg, id, args, inputs, err := parse(&p.call, line, m)
 	if err != nil {
 		r.log.Warn("proxy: refused invalid request", "method", string(m.method), "err", err)
 		r.toClient(errorResponse(m.id, codeInvalidParams, fmt.Sprintf("aegis: invalid %s: %v", m.method, err)))
@@ -203,7 +204,10 @@ func (r *relay) startCall(line []byte, m message) *pendingCall {
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	p.req = request{key: key, id: id, class: m.class, call: &p.call, cancel: cancel}
-	p.ctx, p.msg, p.args, p.params = ctx, msg, args, m.params
+	p.ctx, p.msg, p.args, p.params, p.inputs = ctx, msg, args, m.params, inputs
+	if m.class == classToolsCall {
+		p.call.Continues = r.takeRetry(&p.call)
+	}
 	if code, err := r.register(&p.req); err != nil {
 		cancel()
 		r.toClient(errorResponse(m.id, code, err.Error()))
@@ -216,7 +220,7 @@ func (r *relay) startCall(line []byte, m message) *pendingCall {
 // params.arguments, zero if absent.
 func parseCall(line []byte, m message) (c *Call, args span, err error) {
 	c = new(Call)
-	if _, _, args, err = parseCallInto(c, line, m); err != nil {
+	if _, _, args, _, err = parseCallInto(c, line, m); err != nil {
 		return nil, span{}, err
 	}
 	return c, args, nil
@@ -227,51 +231,59 @@ func parseCall(line []byte, m message) (c *Call, args span, err error) {
 // given: c's fields are its own). The copies share one allocation, each
 // capped at its own end, so that appending to one cannot write into
 // another.
-func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, argSpan span, err error) {
+func parseCallInto(c *Call, line []byte, m message) (msg, id []byte, argSpan, inputs span, err error) {
 	if !m.params.ok() || line[m.params[0]] != '{' {
-		return nil, nil, span{}, errors.New("params must be an object")
+		return nil, nil, span{}, span{}, errors.New("params must be an object")
 	}
 	var buf [8]args.Member
 	ms := args.Members(buf[:0], line, m.params[0])
-	if err := caseVariant(ms, "name", "arguments", "_meta", "task"); err != nil {
-		return nil, nil, span{}, err
+	if err := caseVariant(ms, "name", "arguments", "_meta", "task", "inputResponses", "requestState"); err != nil {
+		return nil, nil, span{}, span{}, err
 	}
 	name := find(ms, "name")
 	if !name.ok() || line[name[0]] != '"' {
-		return nil, nil, span{}, errors.New("params.name must be a string")
+		return nil, nil, span{}, span{}, errors.New("params.name must be a string")
 	}
 	tool := string(args.Unquote(name.of(line)))
 	if tool == "" {
-		return nil, nil, span{}, errors.New("params.name is empty")
+		return nil, nil, span{}, span{}, errors.New("params.name is empty")
 	}
 	arguments := []byte("{}")
 	argSpan = find(ms, "arguments")
 	if argSpan.ok() {
 		if line[argSpan[0]] != '{' {
-			return nil, nil, span{}, errors.New("params.arguments must be an object")
+			return nil, nil, span{}, span{}, errors.New("params.arguments must be an object")
 		}
 		arguments = argSpan.of(line)
 	}
 	if find(ms, "task").ok() {
 		// A task-augmented call returns its result later, through
 		// tasks/result, where no ResultChecker would see it.
-		return nil, nil, span{}, errors.New("task-augmented calls (params.task) are not supported by aegis")
+		return nil, nil, span{}, span{}, errors.New("task-augmented calls (params.task) are not supported by aegis")
+	}
+	inputResponses, requestState, err := retryMembers(line, ms)
+	if err != nil {
+		return nil, nil, span{}, span{}, err
+	}
+	if inputResponses != nil {
+		inputs = find(ms, "inputResponses")
 	}
 	var meta []byte
 	if s := find(ms, "_meta"); s.ok() {
 		meta = s.of(line)
 	}
 	*c = Call{Tool: tool}
-	msg, id = ownCopies(c, line, m.id, &c.Arguments, arguments, meta)
-	return msg, id, argSpan, nil
+	msg, id = ownCopies(c, line, m.id, &c.Arguments, arguments, meta, inputResponses, requestState)
+	return msg, id, argSpan, inputs, nil
 }
 
 // ownCopies fills c's ID, *field (its Arguments or Params, when b is not
-// nil) and Meta with copies of id, b and meta, and returns copies of line
-// and id for the relay, all in one allocation, each capped at its own end
-// so that appending to one cannot write into another.
-func ownCopies(c *Call, line, rawID []byte, field *json.RawMessage, b, meta []byte) (msg, id []byte) {
-	own := make([]byte, 0, len(line)+2*len(rawID)+len(b)+len(meta))
+// nil), Meta, InputResponses and RequestState with copies of id, b, meta,
+// inputResponses and requestState, and returns copies of line and id for
+// the relay, all in one allocation, each capped at its own end so that
+// appending to one cannot write into another.
+func ownCopies(c *Call, line, rawID []byte, field *json.RawMessage, b, meta, inputResponses, requestState []byte) (msg, id []byte) {
+	own := make([]byte, 0, len(line)+2*len(rawID)+len(b)+len(meta)+len(inputResponses)+len(requestState))
 	msg, own = appendOwn(own, line)
 	id, own = appendOwn(own, rawID)
 	c.ID, own = appendOwn(own, rawID)
@@ -279,7 +291,13 @@ func ownCopies(c *Call, line, rawID []byte, field *json.RawMessage, b, meta []by
 		*field, own = appendOwn(own, b)
 	}
 	if meta != nil {
-		c.Meta, _ = appendOwn(own, meta)
+		c.Meta, own = appendOwn(own, meta)
+	}
+	if inputResponses != nil {
+		c.InputResponses, own = appendOwn(own, inputResponses)
+	}
+	if requestState != nil {
+		c.RequestState, _ = appendOwn(own, requestState)
 	}
 	return msg, id
 }
@@ -288,27 +306,33 @@ func ownCopies(c *Call, line, rawID []byte, field *json.RawMessage, b, meta []by
 // the gate decides: c gets the method and the params as sent. A
 // task-augmented request is refused, as a task-augmented call is: its
 // result would arrive through tasks/result, past the checks.
-func parseRequestInto(c *Call, line []byte, m message) (msg, id []byte, argSpan span, err error) {
-	var params, meta []byte
+func parseRequestInto(c *Call, line []byte, m message) (msg, id []byte, argSpan, inputs span, err error) {
+	var params, meta, inputResponses, requestState []byte
 	if m.params.ok() && line[m.params[0]] == '[' {
 		params = m.params.of(line) // by position (JSON-RPC allows it): no task, no _meta
 	} else if m.params.ok() && line[m.params[0]] == '{' {
 		params = m.params.of(line)
 		var buf [8]args.Member
 		ms := args.Members(buf[:0], line, m.params[0])
-		if err := caseVariant(ms, "_meta", "task"); err != nil {
-			return nil, nil, span{}, err
+		if err := caseVariant(ms, "_meta", "task", "inputResponses", "requestState"); err != nil {
+			return nil, nil, span{}, span{}, err
 		}
 		if find(ms, "task").ok() {
-			return nil, nil, span{}, errors.New("task-augmented requests (params.task) are not supported by aegis")
+			return nil, nil, span{}, span{}, errors.New("task-augmented requests (params.task) are not supported by aegis")
 		}
 		if s := find(ms, "_meta"); s.ok() {
 			meta = s.of(line)
 		}
+		if inputResponses, requestState, err = retryMembers(line, ms); err != nil {
+			return nil, nil, span{}, span{}, err
+		}
+		if inputResponses != nil {
+			inputs = find(ms, "inputResponses")
+		}
 	}
 	*c = Call{Method: string(m.method)}
-	msg, id = ownCopies(c, line, m.id, &c.Params, params, meta)
-	return msg, id, span{}, nil
+	msg, id = ownCopies(c, line, m.id, &c.Params, params, meta, inputResponses, requestState)
+	return msg, id, span{}, inputs, nil
 }
 
 // appendOwn appends b to own, which has room for it, and returns the copy,
@@ -322,7 +346,7 @@ func appendOwn(own, b []byte) (cp, extended []byte) {
 // decide runs a call's gate and forwards or refuses the call. Calls are
 // decided concurrently, each on its own goroutine.
 func (r *relay) decide(p *pendingCall) {
-	ctx, req, msg, args, params := p.ctx, &p.req, p.msg, p.args, p.params
+	ctx, req, msg, args, params, inputs := p.ctx, &p.req, p.msg, p.args, p.params, p.inputs
 	defer r.gates.Done()
 	defer req.cancel()
 	v, err := r.gate.Call(ctx, req.call)
@@ -339,8 +363,12 @@ func (r *relay) decide(p *pendingCall) {
 		r.log.Error("proxy: gate returned arguments for a request that has none; refused", "method", req.call.Method)
 		forward, reason = false, reasonUnchecked
 		r.undelivered(req, NotSent)
-	case forward && v.Arguments != nil:
-		msg, err = replaceArguments(msg, args, params, v.Arguments, r.maxDepth)
+	case forward && v.InputResponses != nil && !inputs.ok():
+		r.log.Error("proxy: gate returned input responses for a request that has none; refused", "method", req.call.Method, "tool", req.call.Tool)
+		forward, reason = false, reasonUnchecked
+		r.undelivered(req, NotSent)
+	case forward && (v.Arguments != nil || v.InputResponses != nil):
+		msg, err = replaceParams(msg, args, params, inputs, v, r.maxDepth)
 		if err != nil {
 			r.log.Error("proxy: gate returned invalid arguments; call refused", "tool", req.call.Tool, "err", err)
 			forward, reason = false, reasonUnchecked
@@ -405,6 +433,32 @@ func (r *relay) decide(p *pendingCall) {
 		r.mu.Unlock()
 	}
 	r.smu.Unlock()
+}
+
+// replaceParams returns msg with params.arguments and
+// params.inputResponses replaced by the gate's, where it gave any. The
+// later of the two members is replaced first, so that the earlier one's
+// span still holds.
+func replaceParams(msg []byte, argSpan, params, inputs span, v Verdict, maxDepth int) ([]byte, error) {
+	if v.InputResponses == nil {
+		return replaceArguments(msg, argSpan, params, v.Arguments, maxDepth)
+	}
+	obj, err := object(v.InputResponses, maxDepth)
+	if err != nil {
+		return nil, err
+	}
+	if v.Arguments == nil {
+		return splice(msg, inputs, obj), nil
+	}
+	if !argSpan.ok() || argSpan[0] > inputs[0] {
+		// Arguments after inputResponses (absent ones are added at the
+		// end of params).
+		if msg, err = replaceArguments(msg, argSpan, params, v.Arguments, maxDepth); err != nil {
+			return nil, err
+		}
+		return splice(msg, inputs, obj), nil
+	}
+	return replaceArguments(splice(msg, inputs, obj), argSpan, params, v.Arguments, maxDepth)
 }
 
 // replaceArguments returns msg with params.arguments replaced by a gate's
@@ -488,6 +542,8 @@ func (r *relay) clientBatch(line []byte) {
 			reason = errors.New("nested batch")
 		case m.class == classToolsCall, m.class == classDecided && m.kind == kindRequest:
 			reason = fmt.Errorf("a batch may not hold %s, which aegis decides; send it as its own message", m.method)
+		case m.kind == kindResponse && r.awaitsAnswer(m.id):
+			reason = errors.New("a batch may not hold an answer to a request of the server that aegis checks; send it as its own message")
 		case m.kind == kindRequest:
 			key, err := requestKey(m.id)
 			if err != nil {

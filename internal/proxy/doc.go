@@ -35,7 +35,14 @@
 //   - the response to a tools/list request goes through
 //     [ToolsChecker.Tools], where tools are pinned and may be hidden;
 //   - the response to every request the gate let through goes through
-//     [ResultChecker.Result] (or [ErrorChecker.Error]).
+//     [ResultChecker.Result] (or [ErrorChecker.Error]);
+//   - an incomplete result of protocol revision 2026-07-28
+//     (resultType input_required) embeds the server's requests for input,
+//     which are decided as the server's own requests are
+//     ([ServerRequestChecker]); its opaque requestState and the embedded
+//     requests are relayed byte for byte, past the ResultChecker, which
+//     sees the rest; and the client's retry of the call is one logical
+//     call with it ([Call.Continues]). See mrtr.go.
 //
 // # Strictness
 //
@@ -58,7 +65,17 @@
 // present, must be an object, and are gated as {} if absent (the server reads
 // a missing arguments member the same way). A tools/call without an id is
 // dropped. A task-augmented call or request (params.task) is refused: its
-// result would arrive through tasks/result, past [ResultChecker].
+// result would arrive through tasks/result, past [ResultChecker]. The
+// members a retry adds (inputResponses, an object; requestState, a
+// string) are read strictly too, and given to the gate.
+//
+// # Protocol revisions
+//
+// A result the relay writes itself (a refusal, a withheld result, a
+// timeout) is valid for the revision of the request it answers: with
+// "resultType":"complete" when the request's _meta names 2026-07-28 or
+// later (that revision has no initialize: each request names its own),
+// without it before. A JSON-RPC error is the same in every revision.
 //
 // # Request ids
 //

@@ -50,6 +50,21 @@ type Call struct {
 	Arguments json.RawMessage
 	// Meta is params._meta, raw JSON; nil when absent.
 	Meta json.RawMessage
+	// InputResponses and RequestState are the members a retry of a
+	// multi-round-trip request adds to its params (MCP 2026-07-28): the
+	// answers to the server's requests for input (an object, raw JSON as
+	// the client sent it) and the server's opaque state (a JSON string,
+	// raw). nil when absent. For a request of another method they are in
+	// Params too.
+	InputResponses json.RawMessage
+	RequestState   json.RawMessage
+	// Continues says that this tools/call retries, with the server's own
+	// requestState, a call the server answered input_required through the
+	// relay, and is the first to do so: one logical call with it, which
+	// the gate MUST still decide on its arguments but SHOULD count against
+	// its caps once. A replayed requestState, or one the server never
+	// issued, does not continue anything.
+	Continues bool
 }
 
 // A Verdict is a gate's decision on one call.
@@ -64,6 +79,10 @@ type Verdict struct {
 	// clamped values). It MUST be a JSON object; anything else refuses the
 	// call.
 	Arguments json.RawMessage
+	// InputResponses, if non-nil, replaces the retry's inputResponses
+	// (secrets redacted from the answers). It MUST be a JSON object, and
+	// the call MUST have had inputResponses.
+	InputResponses json.RawMessage
 }
 
 // ToolsChecker is implemented by a [Gate] that looks into tools/list
@@ -120,6 +139,21 @@ type ErrorChecker interface {
 // the request's params object, nil when absent.
 type ServerRequestChecker interface {
 	ServerRequest(ctx context.Context, method string, params json.RawMessage) (Verdict, error)
+}
+
+// AnswerChecker is implemented by a [Gate] that looks into the client's
+// answers to the server's requests its [ServerRequestChecker] let
+// through: what the client sends the server there (a person's answer to
+// an elicitation) is input to the server, like arguments.
+//
+// Answer is called with the request's method and the result the client
+// answered with, on the goroutine that reads the client. A nil return
+// relays the client's message byte for byte; a non-nil one (a JSON
+// object) replaces the result. An error withholds it: the server receives
+// a JSON-RPC error under the request's id instead, with the [*Withheld]
+// reason when there is one. A client's error answer is relayed unchecked.
+type AnswerChecker interface {
+	Answer(ctx context.Context, method string, result json.RawMessage) (json.RawMessage, error)
 }
 
 // Withheld is a ResultChecker's error that says why a result was withheld,

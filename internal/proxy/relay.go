@@ -21,6 +21,7 @@ type relay struct {
 	errs     ErrorChecker         // nil if the gate does not check error answers
 	losses   UndeliveredRecorder  // nil if the gate does not record losses
 	srvReqs  ServerRequestChecker // nil if the gate does not decide the server's requests
+	answers  AnswerChecker        // nil if the gate does not check the client's answers to them
 	log      *slog.Logger
 	maxMsg   int
 	maxDepth int
@@ -54,7 +55,12 @@ type relay struct {
 	// count against maxReqs with inflight, so that a client that does not
 	// read cannot make the relay hold one goroutine per refused call.
 	answering int
-	gone      error // set when the server has gone; later requests are answered with it
+	gone      error         // set when the server has gone; later requests are answered with it
+	cont      continuations // the input_required results awaiting a retry (mrtr.go)
+	// asked holds the method of each request of the server that the gate
+	// let through and the client has not answered, by requestKey, when
+	// the gate checks answers (answer.go).
+	asked map[string]string
 
 	idle     chan *reading  // readers waiting to take over the client's input
 	handoff  handoff        // the standby reader's
@@ -123,6 +129,9 @@ func newRelay(ctx context.Context, client, server io.Writer, gate Gate, o option
 	r.errs, _ = gate.(ErrorChecker)
 	r.losses, _ = gate.(UndeliveredRecorder)
 	r.srvReqs, _ = gate.(ServerRequestChecker)
+	if r.srvReqs != nil {
+		r.answers, _ = gate.(AnswerChecker)
+	}
 	if r.afterFunc == nil {
 		r.afterFunc = afterFunc
 	}

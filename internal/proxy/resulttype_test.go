@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 )
@@ -54,4 +57,66 @@ func FuzzTypedResults(f *testing.F) {
 			t.Fatalf("typedResults(%s) with no revision in it", meta)
 		}
 	})
+}
+
+// TestRelayOwnAnswersPerRevision: every answer the relay writes itself to
+// a tools/call (a refusal, a failed gate, a withheld result, a withheld
+// input_required result, a call timeout) is a tool result valid for the
+// call's revision: with "resultType":"complete" at 2026-07-28, whose
+// client refuses a result without it, and without it before, as the
+// older revisions' schemas have it.
+func TestRelayOwnAnswersPerRevision(t *testing.T) {
+	type path struct {
+		name string
+		gate Gate
+		// answer is what the server answers the call with; "" for
+		// nothing (the call is refused, or times out).
+		answer  string
+		timeout bool
+	}
+	withhold := func(*Call, json.RawMessage) (json.RawMessage, error) { return nil, &Withheld{Reason: "rule x"} }
+	paths := []path{
+		{name: "refused", gate: &testGate{deny: map[string]string{"t": "rule x"}}},
+		{name: "the gate failed", gate: &testGate{err: errors.New("boom")}},
+		{name: "result withheld", gate: &checkingGate{testGate: &testGate{}, result: withhold}, answer: `{"content":[]}`},
+		{name: "input_required withheld", gate: &checkingGate{testGate: &testGate{}, result: withhold}, answer: `{"resultType":"input_required","requestState":"s"}`},
+		{name: "an embedded request refused", gate: &mrtrGate{serverGate: &serverGate{testGate: &testGate{}, refuse: map[string]string{"elicitation/create": "no"}}}, answer: `{"resultType":"input_required","inputRequests":` + mrtrAsk + `}`},
+		{name: "timed out", gate: &testGate{}, timeout: true},
+	}
+	for _, rev := range []string{"2026-07-28", "2025-11-25", ""} {
+		for _, p := range paths {
+			t.Run(rev+" "+p.name, func(t *testing.T) {
+				timers := make(fakeTimers, 10)
+				o := options{maxMsg: 1 << 20, maxDepth: 64, maxReqs: 100}
+				if p.timeout {
+					o.callTimeout, o.afterFunc = time.Second, timers.after
+				}
+				h := newHarnessOpts(t, p.gate, o)
+				meta := ""
+				if rev != "" {
+					meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"` + rev + `"}`
+				}
+				call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}` + meta + `}}`
+				h.fromClient(call)
+				switch {
+				case p.answer != "":
+					h.serverGetsOnly(call)
+					h.fromServer(`{"jsonrpc":"2.0","id":1,"result":` + p.answer + `}`)
+				case p.timeout:
+					h.serverGetsOnly(call)
+					timers.next(t).f()
+					h.serverGets() // the cancellation
+				}
+				got := decode(t, h.clientGets())
+				res, ok := got["result"].(map[string]any)
+				if !ok || res["isError"] != true {
+					t.Fatalf("client got %v, want a tool error", got)
+				}
+				typed := rev >= "2026-07-28"
+				if rt, has := res["resultType"]; has != typed || typed && rt != "complete" {
+					t.Errorf("resultType %v (present %v) at revision %q", rt, has, rev)
+				}
+			})
+		}
+	}
 }

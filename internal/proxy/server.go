@@ -67,7 +67,10 @@ func (r *relay) serverRequest(line []byte, m message) bool {
 	}
 	v, err := r.srvReqs.ServerRequest(r.ctx, string(m.method), params)
 	if err == nil && v.Forward {
-		return true
+		if r.expectAnswer(m.id, string(m.method)) {
+			return true
+		}
+		v = Verdict{Reason: "aegis refused this request: too many requests of the server await the client's answer"}
 	}
 	reason := v.Reason
 	switch {
@@ -215,7 +218,16 @@ func (r *relay) checkResult(msg []byte, m message, req *request) []byte {
 	if m.error.ok() && r.errs != nil {
 		return r.checkError(msg, m, req)
 	}
-	if r.results == nil || !m.result.ok() {
+	if !m.result.ok() {
+		return msg
+	}
+	if ir, ok, err := readInputRequired(m.result.of(msg)); err != nil {
+		r.log.Warn("proxy: withheld an input_required result", "tool", req.call.Tool, "err", err)
+		return toolError(req, reasonResultWithheld)
+	} else if ok {
+		return r.checkInputRequired(msg, m, req, ir)
+	}
+	if r.results == nil {
 		return msg
 	}
 	out, err := r.results.Result(r.ctx, req.call, bytes.Clone(m.result.of(msg)))

@@ -48,15 +48,19 @@ func (f *forwarded) take(c *Call) (uint64, bool) {
 func (g sessionGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	var o gateway.Outcome
 	var err error
+	var in *gateway.Input
+	if c.InputResponses != nil || c.Continues {
+		in = &gateway.Input{Responses: c.InputResponses, Continues: c.Continues}
+	}
 	if c.Method != "" {
-		o, err = g.s.Request(ctx, c.Method, c.Params)
+		o, err = g.s.RequestInput(ctx, c.Method, c.Params, in)
 	} else {
-		o, err = g.s.Call(ctx, c.Tool, c.Arguments)
+		o, err = g.s.CallInput(ctx, c.Tool, c.Arguments, in)
 	}
 	if err == nil && o.Forward {
 		g.seqs.put(c, o.Seq)
 	}
-	return Verdict{Forward: o.Forward, Arguments: o.Arguments, Reason: o.Reason}, err
+	return Verdict{Forward: o.Forward, Arguments: o.Arguments, InputResponses: o.InputResponses, Reason: o.Reason}, err
 }
 
 // Undelivered records, in the chain, a call the relay let through that got
@@ -113,6 +117,12 @@ func (g sessionGate) Error(ctx context.Context, c *Call, errObj json.RawMessage)
 func (g sessionGate) ServerRequest(ctx context.Context, method string, params json.RawMessage) (Verdict, error) {
 	o, err := g.s.ServerRequest(ctx, method, params)
 	return Verdict{Forward: o.Forward, Reason: o.Reason}, err
+}
+
+// Answer checks, and records, the client's answer to a request of the
+// server.
+func (g sessionGate) Answer(ctx context.Context, method string, result json.RawMessage) (json.RawMessage, error) {
+	return withheld(g.s.Answer(ctx, method, result))
 }
 
 // withheld gives a refusal of the session's result side the relay's type,
