@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -228,4 +229,129 @@ func TestSandbox(t *testing.T) {
 		t.Errorf("report.Network = %q, want %q", rep.Network, want)
 	}
 	t.Logf("report: %s", rep.String())
+}
+
+// forced returns the kernel's probe with parts taken away.
+func forced(parts ...Part) *Probe {
+	p := ProbeKernel()
+	m := map[Part]string{}
+	for k, v := range p.Missing {
+		m[k] = v
+	}
+	for _, part := range parts {
+		m[part] = "forced off by the test"
+		if part == LandlockFS {
+			p.Landlock = 0
+		}
+	}
+	p.Missing = m
+	return &p
+}
+
+// TestForcedProbe: a kernel without Landlock or user namespaces, forced by
+// the probe. Required refuses and says which part; best-effort runs what
+// is left and reports the rest.
+func TestForcedProbe(t *testing.T) {
+	needKernel(t)
+	f := newFixture(t)
+	noLandlock := []Part{LandlockFS, LandlockNet, LandlockScope}
+	noUserNS := []Part{UserNS, MountNS, NetNS}
+	for _, tc := range []struct {
+		name        string
+		without     []Part
+		wantMissing []Part
+		want        map[string]string // probe → outcome prefix
+	}{
+		{
+			name: "no Landlock: the mounts and the namespace still hold", without: noLandlock,
+			wantMissing: noLandlock,
+			want: map[string]string{
+				"read:" + f.path("home/.ssh/id_rsa"): "ENOENT",
+				"read:" + f.path("state/chain.log"):  "ENOENT",
+				"read:" + f.path("home/notes.txt"):   "ok allowed notes",
+				"tcp:192.0.2.1:80":                   "ENETUNREACH",
+			},
+		},
+		{
+			name: "no user namespace: Landlock alone, grants carved around the masks", without: noUserNS,
+			wantMissing: noUserNS,
+			want: map[string]string{
+				"read:" + f.path("home/.ssh/id_rsa"):        "EACCES",
+				"read:" + f.path("home/link-to-ssh/id_rsa"): "EACCES",
+				"read:" + f.path("state/chain.log"):         "EACCES",
+				"read:" + f.path("home/notes.txt"):          "ok allowed notes",
+				"read:" + f.path("outside/secret.txt"):      "EACCES",
+				"write:" + f.path("home/work/out.txt"):      "ok",
+				"write:" + f.path("outside/new.txt"):        "EACCES",
+				"tcp:127.0.0.1:1":                           "EACCES",
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := f.spec(Required)
+			spec.Probe = forced(tc.without...)
+			_, _, err := Command(spec, []string{f.standin})
+			var ue *UnavailableError
+			if !errors.As(err, &ue) || !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("required: Command error = %v, want an UnavailableError", err)
+			}
+			for _, part := range tc.without {
+				if !strings.Contains(err.Error(), string(part)+": forced off by the test") {
+					t.Errorf("required: %q does not name %q and why", err, part)
+				}
+			}
+
+			spec.Mode = BestEffort
+			var probes []string
+			for p := range tc.want {
+				probes = append(probes, p)
+			}
+			got, rep := f.run(t, spec, probes...)
+			for p, want := range tc.want {
+				if g := got[p]; !strings.HasPrefix(g, want) || g == "" {
+					t.Errorf("%s: got %q, want %q", p, g, want)
+				}
+			}
+			var parts []Part
+			for _, m := range rep.Missing {
+				parts = append(parts, m.Part)
+			}
+			if diff := cmp.Diff(tc.wantMissing, parts); diff != "" {
+				t.Errorf("report.Missing (-want +got):\n%s", diff)
+			}
+			t.Logf("report: %s", rep.String())
+		})
+	}
+}
+
+// TestUnbound: the twin that runs a tool unbound can neither read a file
+// the policy grants nor open a socket.
+func TestUnbound(t *testing.T) {
+	needKernel(t)
+	f := newFixture(t)
+	spec := f.spec(Required).Unbound()
+	if spec.Network != NoNetwork || spec.Read != nil || spec.Write != nil {
+		t.Fatalf("Unbound() = %+v; want no grants and no network", spec)
+	}
+	want := map[string]string{
+		"read:" + f.path("home/notes.txt"):     "EACCES",
+		"read:" + f.path("home/.ssh/id_rsa"):   "ENOENT",
+		"write:" + f.path("home/work/out.txt"): "EACCES",
+		"tcp:127.0.0.1:3128":                   "EACCES",
+		"env:HTTPS_PROXY":                      "error unset",
+		"read:/etc/passwd":                     "ok",
+	}
+	var probes []string
+	for p := range want {
+		probes = append(probes, p)
+	}
+	got, rep := f.run(t, spec, probes...)
+	for p, w := range want {
+		if g := got[p]; !strings.HasPrefix(g, w) || g == "" {
+			t.Errorf("%s: got %q, want %q", p, g, w)
+		}
+	}
+	if rep.Network != "none" {
+		t.Errorf("report.Network = %q, want none", rep.Network)
+	}
 }
