@@ -27,13 +27,27 @@ func Init() int {
 	runtime.LockOSThread()
 	err := runInit()
 	fmt.Fprintf(os.Stderr, "aegis sandbox: %v\n", err)
-	sendStatus(&status{Err: err.Error()}, -1)
+	if !errors.Is(err, errNotInit) {
+		sendStatus(&status{Err: err.Error()}, -1)
+	}
 	return 126
 }
+
+// errNotInit says the process was not started by [Command].
+var errNotInit = errors.New("not started by aegis as a sandbox's init")
 
 func runInit() error {
 	for _, fd := range []int{planFD, statusFD} {
 		unix.CloseOnExec(fd)
+	}
+	// Only Command's descriptors make an init: a sealed memfd, and a
+	// packet socket.
+	const sealed = unix.F_SEAL_WRITE | unix.F_SEAL_SEAL
+	if seals, err := unix.FcntlInt(planFD, unix.F_GET_SEALS, 0); err != nil || seals&sealed != sealed {
+		return fmt.Errorf("%w: no sealed plan on descriptor 3", errNotInit)
+	}
+	if typ, err := unix.GetsockoptInt(statusFD, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_SEQPACKET {
+		return fmt.Errorf("%w: no status socket on descriptor 4", errNotInit)
 	}
 	f := os.NewFile(planFD, "plan")
 	data, err := io.ReadAll(io.LimitReader(f, maxPlanBytes+1))
