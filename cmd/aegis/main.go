@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/aegis-mcp/aegis/internal/sandbox"
 )
 
 const usage = `usage:
@@ -45,6 +47,12 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 func main() {
+	// The init of a server's sandbox is aegis re-exec'd with an argv no
+	// command spells; it is not in run's table, so no argument list
+	// reaches it. It applies its plan and becomes the server.
+	if sandbox.IsInit() {
+		os.Exit(sandbox.Init())
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -14,10 +14,14 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/record"
+	"github.com/aegis-mcp/aegis/internal/sandbox"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
+	if sandbox.IsInit() { // a sandbox's init, re-exec'd from the test binary
+		os.Exit(sandbox.Init())
+	}
 	testscript.Main(m, map[string]func(){
 		"aegis":    func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 		"mcpdrive": func() { os.Exit(mcpDrive(os.Args[1:])) },

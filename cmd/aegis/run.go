@@ -21,6 +21,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/pin"
 	"github.com/aegis-mcp/aegis/internal/proxy"
+	"github.com/aegis-mcp/aegis/internal/sandbox"
 )
 
 // stringsFlag collects a repeated flag.
@@ -145,7 +146,31 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	relay := cfg.Relay[name]
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	if relay.Sandbox != sandbox.Off {
+		// The kernel holds the server to what the policy could allow
+		// (R29): the trees any rule could grant it, with aegis's own
+		// paths and the unconditional denials hidden.
+		reach := cfg.Policy.FileReach(name)
+		spec := &sandbox.Spec{
+			Mode: relay.Sandbox,
+			Read: reach.Read, Write: reach.Write,
+			Masked:   append(reach.Masked, cfg.Protected...),
+			ReadOnly: reach.ReadOnly, Conditional: reach.Conditional,
+			Env: relay.Env,
+			// TODO(lead): ProxyNetwork, serving sb.Listener() with the
+			// egress proxy once it exists; until then, no network.
+			Network: sandbox.NoNetwork,
+		}
+		var sb *sandbox.Sandbox
+		if cmd, sb, err = sandbox.Command(spec, fs.Args()); err != nil {
+			return fmt.Errorf("server %q: %w", name, err)
+		}
+		defer sb.Close()
+		rep := sb.Report()
+		fmt.Fprintf(stderr, "aegis: server %q sandbox: %s\n", name, rep.String())
+	}
 	if in, ok := stdin.(*os.File); ok {
 		if out, ok := stdout.(*os.File); ok {
 			// The client's pipes or sockets, waited for by Go's poller
@@ -155,7 +180,6 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			defer closeStdio()
 		}
 	}
-	relay := cfg.Relay[name]
 	err = proxy.Run(ctx, stdin, stdout, cmd, proxy.SessionGate(sess), &proxy.Options{
 		MaxMessageBytes: int(relay.MaxMessageBytes),
 		MaxInFlight:     relay.MaxInFlight,

@@ -70,6 +70,7 @@ var levels = map[string]int{
 	"internal/envelope": 1,
 	"internal/record":   1,
 	"internal/chain":    1,
+	"internal/sandbox":  1, // namespaces and Landlock around a server's process: syscalls, no policy
 	// 2: the pipeline.
 	"internal/gateway": 2,
 	// 3: what builds it from a configuration and what relays through it.

@@ -54,6 +54,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/sandbox"
 	"github.com/aegis-mcp/aegis/internal/strictyaml"
 )
 
@@ -142,6 +143,12 @@ type fileServer struct {
 	// CallTimeout is how long a forwarded tools/call may wait for the
 	// server's answer; 0: no limit.
 	CallTimeout time.Duration `yaml:"call_timeout"`
+	// Sandbox is how `aegis run` confines the server's process (package
+	// sandbox): required | best-effort | off; absent: off for now.
+	Sandbox string `yaml:"sandbox"`
+	// Env lists what a sandboxed server's environment holds beyond the
+	// minimal one: NAME (from aegis's environment) or NAME=VALUE.
+	Env strictyaml.StringList `yaml:"env"`
 }
 
 // local reports whether the server runs on this machine, so that its
@@ -282,6 +289,11 @@ type Relay struct {
 	// paths against them (binding.Semantics.ArgDirs): `aegis run` sets
 	// them as the server's PathOptions.Bases.
 	ArgDirsAfter string
+	// Sandbox is how the server's process is confined.
+	Sandbox sandbox.Mode
+	// Env lists the variables a sandboxed server's environment holds
+	// beyond the minimal one (sandbox.Spec.Env).
+	Env []string
 }
 
 // Bounds of the relay settings: a message cap below 64 KiB would refuse
@@ -507,7 +519,16 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		if c.Relay == nil {
 			c.Relay = map[string]Relay{}
 		}
-		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout}
+		sbMode := sandbox.Off // TODO(lead): sandbox.DefaultMode() once the e2e servers run under it
+		if fs.Sandbox != "" {
+			m, err := sandbox.ParseMode(fs.Sandbox)
+			if err != nil {
+				return nil, strictyaml.ErrorAt(fs.Pos, "server %q: sandbox %q: want required, best-effort or off", name, fs.Sandbox)
+			}
+			sbMode = m
+		}
+		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout,
+			Sandbox: sbMode, Env: fs.Env}
 		if sem.ArgDirs {
 			r := c.Relay[name]
 			r.ArgDirsAfter = sem.ArgDirsAfter

@@ -14,6 +14,8 @@ import (
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/sandbox"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestLocalServerResolvesPolicyPaths: a policy path behind a symbolic link
@@ -172,19 +174,23 @@ func TestDLPDefaults(t *testing.T) {
 // absent ones are zero (the relay's defaults).
 func TestRelaySettings(t *testing.T) {
 	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
-	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  media: {max_message_bytes: 67108864, stderr_log_bytes: 1048576, max_in_flight: 64, call_timeout: 2m}\n  fs: {}\n  bare:\n"), read)
+	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  media: {max_message_bytes: 67108864, stderr_log_bytes: 1048576, max_in_flight: 64, call_timeout: 2m, sandbox: required, env: [API_URL, MODE=x]}\n  fs: {sandbox: best-effort}\n  bare:\n"), read)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]Relay{
-		"media": {MaxMessageBytes: 64 << 20, StderrLogBytes: 1 << 20, MaxInFlight: 64, CallTimeout: 2 * time.Minute},
-		"fs":    {},
-		"bare":  {},
+		"media": {MaxMessageBytes: 64 << 20, StderrLogBytes: 1 << 20, MaxInFlight: 64, CallTimeout: 2 * time.Minute,
+			Sandbox: sandbox.Required, Env: []string{"API_URL", "MODE=x"}},
+		"fs":   {Sandbox: sandbox.BestEffort},
+		"bare": {},
 	}
 	for name, w := range want {
-		if got := cfg.Relay[name]; got != w {
-			t.Errorf("server %q: relay %+v, want %+v", name, got, w)
+		if diff := cmp.Diff(w, cfg.Relay[name]); diff != "" {
+			t.Errorf("server %q: relay (-want +got):\n%s", name, diff)
 		}
+	}
+	if _, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs: {sandbox: maybe}\n"), read); err == nil || !strings.Contains(err.Error(), `sandbox "maybe"`) {
+		t.Errorf("sandbox: maybe: error %v, want one naming it", err)
 	}
 }
 
