@@ -54,9 +54,13 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 
 	sb := &Sandbox{done: make(chan struct{})}
 	tmp := "/tmp"
-	if !ns {
-		// No mount namespace, no private /tmp: a directory of its own,
-		// removed by Close.
+	// A private tmpfs on /tmp would hide a granted tree under /tmp (a
+	// server whose files live there): then, as without a mount
+	// namespace, the server's temp directory is one of its own and
+	// Landlock keeps it out of the rest of /tmp.
+	privateTmp := ns && !anyUnder(append(slices.Clone(spec.Read), spec.Write...), "/tmp")
+	if !privateTmp {
+		// No private /tmp: a directory of its own, removed by Close.
 		d, err := os.MkdirTemp("", "aegis-sandbox-")
 		if err != nil {
 			return nil, nil, fmt.Errorf("sandbox: making a private temp directory: %w", err)
@@ -86,7 +90,7 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 
 	p := &plan{
 		Path: path, Argv: argv, Env: env, Dir: spec.Dir,
-		Namespaces: ns, PrivateTmp: ns,
+		Namespaces: ns, PrivateTmp: privateTmp,
 		Landlock: abi,
 		Required: spec.Mode == Required,
 	}
@@ -225,4 +229,14 @@ func closedChan() chan struct{} {
 	c := make(chan struct{})
 	close(c)
 	return c
+}
+
+// anyUnder reports whether one of paths is dir or under it.
+func anyUnder(paths []string, dir string) bool {
+	for _, p := range paths {
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -124,11 +124,19 @@ func installDir(p, home string) string {
 	return d
 }
 
-// projectRoot returns the tree to grant for a script at p: the nearest
-// directory from p's up that holds a project marker, not the home
+// projectRoot returns the tree to grant for a script at p: for a script
+// under a node_modules, the directory holding the outermost one; else the
+// nearest directory from p's up that holds a project marker, not the home
 // directory or above, else p's directory, else (a script right in the
 // home directory) p alone.
 func projectRoot(p, home string) string {
+	// A script inside a package installed with npm reads its dependencies
+	// from the node_modules it was installed in, hoisted beside it, not
+	// from its own package's directory: the root is the project holding
+	// the outermost node_modules.
+	if i := strings.Index(p, "/node_modules/"); i > 0 && !tooWide(p[:i], home) {
+		return p[:i]
+	}
 	d := filepath.Dir(p)
 	for cur, i := d, 0; i < 6 && !tooWide(cur, home); cur, i = filepath.Dir(cur), i+1 {
 		for _, m := range projectMarkers {
