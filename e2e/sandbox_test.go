@@ -50,7 +50,7 @@ func TestSandboxServerOnItsOwn(t *testing.T) {
 					"  - {id: peek, effect: allow, server: peek, tool: peek, unbound: true}\n" +
 					"  - {id: projects, effect: allow, capability: fs.read, path_under: " + filepath.Join(home, "projects") + "}\n" +
 					"  - {id: no-ssh, effect: deny, path_under: " + filepath.Join(home, ".ssh") + "}\n",
-				".ssh/id_rsa":       secret,
+				".ssh/id_rsa":        secret,
 				"projects/notes.txt": allowedText,
 			})
 			before := accepted.Load()
