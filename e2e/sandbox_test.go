@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/record"
 )
 
 // TestSandboxServerOnItsOwn runs a stand-in server that ignores its
@@ -76,5 +79,45 @@ func TestSandboxServerOnItsOwn(t *testing.T) {
 				t.Errorf("aegis did not say which sandbox it applied:\n%s", r.Stderr)
 			}
 		})
+	}
+}
+
+// TestSandboxFilesystem runs the real filesystem server under `sandbox:
+// required`: the reads and writes the policy allows work (a new file
+// too, whose parent the server finds by listing its allowed directory),
+// and what it refuses is still refused, by aegis.
+func TestSandboxFilesystem(t *testing.T) {
+	needNode(t)
+	h := newFSHome(t)
+	config := filepath.Join(h.home, "sandboxed.yaml")
+	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, h.home, map[string]string{
+		"sandboxed.yaml":        "version: 1\npolicy: sandboxed-policy.yaml\nservers:\n  fs: {builtin: filesystem, sandbox: required}\n",
+		"sandboxed-policy.yaml": string(policy),
+	})
+	key := filepath.Join(h.home, ".ssh", "id_rsa")
+	calls := []fsCall{
+		{name: "read_text_file of an allowed file", tool: "read_text_file", args: map[string]any{"path": filepath.Join(h.home, "projects/notes.txt")}, want: record.Allow, contains: allowedText},
+		{name: "write_file of a new file", tool: "write_file", args: map[string]any{"path": filepath.Join(h.home, "projects/new.txt"), "content": "written"}, want: record.Allow, contains: "Successfully wrote"},
+		{name: "list_directory of the projects", tool: "list_directory", args: map[string]any{"path": filepath.Join(h.home, "projects")}, want: record.Allow, contains: "new.txt"},
+		{name: "read_text_file of the key", tool: "read_text_file", args: map[string]any{"path": key}, want: record.Deny, rule: "no-secrets"},
+	}
+	server := []string{nodeBin, filepath.Join(e2eDir, filesystemJS), h.home}
+	r := mustDriver(t, h.env, []string{"calls", writePlan(t, calls)}, aegisRun(config, "fs", server...))
+	results := tsResults(t, r)
+	for i, c := range calls {
+		checkFSResult(t, c, results[i])
+	}
+	if b, err := os.ReadFile(filepath.Join(h.home, "projects/new.txt")); err != nil || string(b) != "written" {
+		t.Errorf("the new file: %q, %v", b, err)
+	}
+	if !strings.Contains(r.Stderr, "sandbox: mode=required applied=true") || !strings.Contains(r.Stderr, "masked=[") {
+		t.Errorf("aegis did not report the sandbox:\n%s", r.Stderr)
+	}
+	if strings.Contains(string(r.Raw), h.secret) {
+		t.Error("the key reached the client")
 	}
 }

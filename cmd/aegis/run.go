@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"os/user"
+	"path/filepath"
 	"syscall"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -82,8 +83,9 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	// A server that takes its allowed directories on its command line
 	// resolves relative paths against them: so does aegis.
+	var bases []string
 	if wd, err := os.Getwd(); err == nil {
-		cfg.ServerArgs(name, fs.Args(), wd)
+		bases = cfg.ServerArgs(name, fs.Args(), wd)
 	}
 	eng, err := cfg.Engine()
 	if err != nil {
@@ -153,11 +155,16 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		// (R29): the trees any rule could grant it, with aegis's own
 		// paths and the unconditional denials hidden.
 		reach := cfg.Policy.FileReach(name)
+		// aegis's own files are hidden, but for its executable, which a
+		// server may be (the demo server) or run: read-only.
+		masked, readOnly := sandboxProtected(cfg.Protected)
 		spec := &sandbox.Spec{
 			Mode: relay.Sandbox,
 			Read: reach.Read, Write: reach.Write,
-			Masked:   append(reach.Masked, cfg.Protected...),
-			ReadOnly: reach.ReadOnly, Conditional: reach.Conditional,
+			// The server's own allowed directories, which it walks.
+			List:     bases,
+			Masked:   append(reach.Masked, masked...),
+			ReadOnly: append(reach.ReadOnly, readOnly...), Conditional: reach.Conditional,
 			Env: relay.Env,
 			// TODO(lead): ProxyNetwork, serving sb.Listener() with the
 			// egress proxy once it exists; until then, no network.
@@ -197,4 +204,25 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return exitError{ee.ExitCode()}
 	}
 	return err
+}
+
+// sandboxProtected splits aegis's protected paths for the sandbox: the
+// executable (in every form) is mounted read-only, so that a server may
+// be or run aegis but not replace it; everything else is hidden.
+func sandboxProtected(protected []string) (masked, readOnly []string) {
+	exe := map[string]bool{}
+	if p, err := os.Executable(); err == nil {
+		exe[p] = true
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			exe[r] = true
+		}
+	}
+	for _, p := range protected {
+		if exe[p] {
+			readOnly = append(readOnly, p)
+		} else {
+			masked = append(masked, p)
+		}
+	}
+	return masked, readOnly
 }

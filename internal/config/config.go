@@ -519,7 +519,11 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		if c.Relay == nil {
 			c.Relay = map[string]Relay{}
 		}
-		sbMode := sandbox.Off // TODO(lead): sandbox.DefaultMode() once the e2e servers run under it
+		// Off unless the file says: with best-effort as the default, servers
+		// that open their own root (the demo server) or read variables of
+		// aegis's environment broke under it in the e2e runs; that default
+		// waits for those to be covered (issue 16).
+		sbMode := sandbox.Off
 		if fs.Sandbox != "" {
 			m, err := sandbox.ParseMode(fs.Sandbox)
 			if err != nil {

@@ -53,25 +53,11 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 	}
 
 	sb := &Sandbox{done: make(chan struct{})}
-	tmp := "/tmp"
-	// A private tmpfs on /tmp would hide a granted tree under /tmp (a
-	// server whose files live there): then, as without a mount
-	// namespace, the server's temp directory is one of its own and
-	// Landlock keeps it out of the rest of /tmp.
-	privateTmp := ns && !anyUnder(append(slices.Clone(spec.Read), spec.Write...), "/tmp")
-	if !privateTmp {
-		// No private /tmp: a directory of its own, removed by Close.
-		d, err := os.MkdirTemp("", "aegis-sandbox-")
-		if err != nil {
-			return nil, nil, fmt.Errorf("sandbox: making a private temp directory: %w", err)
-		}
-		tmp, sb.tmpDir = d, d
-	}
 	netw := spec.Network
 	if !ns {
 		netw = NoNetwork // no namespace to reach a proxy in
 	}
-	env := spec.environ(os.LookupEnv, tmp, netw)
+	env := spec.environ(os.LookupEnv, "/tmp", netw)
 	dir := spec.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -82,11 +68,26 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 	}
 	path, err := lookPath(prog, getenv(env, "PATH"))
 	if err != nil {
-		sb.Close()
 		return nil, nil, fmt.Errorf("sandbox: finding the server's program: %w", err)
 	}
 	home := getenv(env, "HOME")
 	rtRead, rtWrite := runtimeGrants(path, argv, dir, home, getenv(env, "PATH"))
+
+	tmp := "/tmp"
+	// A private tmpfs on /tmp would hide a tree granted under /tmp (a
+	// server whose files, or program, live there): then, as without a
+	// mount namespace, the server's temp directory is one of its own and
+	// Landlock keeps it out of the rest of /tmp.
+	privateTmp := ns && !anyUnder(slices.Concat(spec.Read, spec.Write, spec.List, rtRead, rtWrite, []string{path}), "/tmp")
+	if !privateTmp {
+		// No private /tmp: a directory of its own, removed by Close.
+		d, err := os.MkdirTemp("", "aegis-sandbox-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox: making a private temp directory: %w", err)
+		}
+		tmp, sb.tmpDir = d, d
+		env = spec.environ(os.LookupEnv, tmp, netw)
+	}
 
 	p := &plan{
 		Path: path, Argv: argv, Env: env, Dir: spec.Dir,
@@ -102,6 +103,7 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 		masked = cleanAll(append(masked, "/run"))
 	}
 	p.Read = cleanAll(slices.Concat(read, runtimeRead))
+	p.List = cleanAll(spec.List)
 	p.Write = cleanAll(slices.Concat(write, runtimeWrite))
 	p.Devices = devices
 	if ns {
@@ -110,6 +112,7 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 		// No mount to hide a tree inside a grant: grant around it.
 		p.Write = carve(carve(p.Write, masked), readOnly)
 		p.Read = carve(p.Read, masked)
+		p.List = carve(p.List, masked)
 	}
 	if netw == ProxyNetwork {
 		p.ProxyPort = spec.proxyPort()
@@ -117,7 +120,7 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 
 	sb.report = Report{
 		Mode: spec.Mode, Applied: ns || abi > 0,
-		Read: read, Write: write, Masked: masked, ReadOnly: readOnly,
+		Read: read, Write: write, List: p.List, Masked: masked, ReadOnly: readOnly,
 		Runtime: slices.Concat(runtimeRead, runtimeWrite, devices, []string{"/proc/self"}),
 		Missing: missing,
 	}

@@ -113,6 +113,11 @@ func restrict(p *plan, fail func(Part, error) error) error {
 			return fail(LandlockFS, err)
 		}
 	}
+	for _, path := range p.List {
+		if err := add(path, unix.LANDLOCK_ACCESS_FS_READ_DIR); err != nil {
+			return fail(LandlockFS, err)
+		}
+	}
 	for _, path := range p.Write {
 		if err := add(path, attr.fs); err != nil {
 			return fail(LandlockFS, err)

@@ -19,6 +19,7 @@ type plan struct {
 	// Landlock is the ABI version to use; 0 means none.
 	Landlock int      `json:"landlock"`
 	Read     []string `json:"read,omitempty"`
+	List     []string `json:"list,omitempty"`
 	Write    []string `json:"write,omitempty"`
 	Devices  []string `json:"devices,omitempty"`
 

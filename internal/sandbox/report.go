@@ -62,6 +62,8 @@ type Report struct {
 	// trees and files granted for the program to run (its executable,
 	// interpreter, libraries, certificates, devices, /proc/self).
 	Read, Write, Runtime []string
+	// List are trees the server may list, names only (Spec.List).
+	List []string
 	// Masked are hidden (an empty mount over each); ReadOnly are mounted
 	// read-only.
 	Masked, ReadOnly []string
@@ -85,7 +87,7 @@ func (r *Report) Attrs() []slog.Attr {
 		return as
 	}
 	as = append(as,
-		slog.Any("read", r.Read), slog.Any("write", r.Write),
+		slog.Any("read", r.Read), slog.Any("write", r.Write), slog.Any("list", r.List),
 		slog.Any("masked", r.Masked), slog.Any("read_only", r.ReadOnly),
 		slog.Any("runtime", r.Runtime),
 		slog.String("network", r.Network))

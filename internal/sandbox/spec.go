@@ -36,6 +36,11 @@ type Spec struct {
 	// ReadOnly are mounted read-only. A mask wins over a grant. Paths must
 	// be absolute; one that does not exist is skipped.
 	Read, Write, Masked, ReadOnly []string
+	// List are trees whose directories the server may list, names only
+	// (no file's content): a server that walks its own allowed
+	// directories (server-filesystem resolves a new file's parent from
+	// them) needs it beyond the trees the policy could grant.
+	List []string
 	// Conditional are the deny trees a mount cannot express
 	// (FileReach's Conditional), for the report.
 	Conditional []string
