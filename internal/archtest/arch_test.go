@@ -59,18 +59,19 @@ var levels = map[string]int{
 	"internal/jcsref":     0, // a test-only reference: RFC 8785 written the obvious way
 	"internal/difftest":   0, // test-only: the differential harness of the speed twins
 	// 1: one step of the pipeline each, or one store.
-	"internal/binding":  1,
-	"internal/policy":   1,
-	"internal/dlp":      1,
-	"internal/shape":    1,
-	"internal/schema":   1,
-	"internal/session":  1,
-	"internal/egress":   1,
-	"internal/pin":      1,
-	"internal/envelope": 1,
-	"internal/record":   1,
-	"internal/chain":    1,
-	"internal/sandbox":  1, // namespaces and Landlock around a server's process: syscalls, no policy
+	"internal/binding":     1,
+	"internal/policy":      1,
+	"internal/dlp":         1,
+	"internal/shape":       1,
+	"internal/schema":      1,
+	"internal/session":     1,
+	"internal/egress":      1,
+	"internal/egressproxy": 1, // the egress proxy of a sandboxed server: egress at dial time
+	"internal/pin":         1,
+	"internal/envelope":    1,
+	"internal/record":      1,
+	"internal/chain":       1,
+	"internal/sandbox":     1, // namespaces and Landlock around a server's process: syscalls, no policy
 	// 2: the pipeline.
 	"internal/gateway": 2,
 	// 3: what builds it from a configuration and what relays through it.
@@ -86,9 +87,10 @@ var levels = map[string]int{
 
 // sideways lists the imports allowed within one floor.
 var sideways = map[string][]string{
-	"internal/chain":    {"internal/record"}, // the log stores entries
-	"internal/envelope": {"internal/dlp"},    // an envelope is kept redacted
-	"internal/offline":  {"internal/config"}, // a table names a configuration; pins live in its state
+	"internal/chain":       {"internal/record"}, // the log stores entries
+	"internal/envelope":    {"internal/dlp"},    // an envelope is kept redacted
+	"internal/offline":     {"internal/config"}, // a table names a configuration; pins live in its state
+	"internal/egressproxy": {"internal/egress"}, // the proxy dials through the egress checker
 }
 
 // pure packages decide from values alone: no files, no network, no

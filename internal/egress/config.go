@@ -201,6 +201,34 @@ func New(cfg *Config) (*Checker, error) {
 	return ch, nil
 }
 
+// NewWithResolver is [New] with r as the resolver in place of the one cfg
+// describes (its Hosts, Resolver, ResolveTimeout and cache settings are
+// still checked, and unused). It serves tests that need a resolver whose
+// answers change (DNS rebinding) and embedders with their own DNS. r MUST
+// be safe for concurrent use and return canonical names' addresses as
+// [Resolver] says.
+func NewWithResolver(cfg *Config, r Resolver) (*Checker, error) {
+	if r == nil {
+		return nil, errors.New("egress: NewWithResolver needs a resolver")
+	}
+	ch, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ch.resolver = givenResolver{r}
+	return ch, nil
+}
+
+// givenResolver names a resolver of [NewWithResolver] for diagnostics.
+type givenResolver struct{ Resolver }
+
+func (g givenResolver) String() string {
+	if s, ok := g.Resolver.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", g.Resolver)
+}
+
 // newResolver builds the resolver cfg describes.
 func newResolver(cfg *Config) (namedResolver, error) {
 	static, err := NewStatic(cfg.Hosts)

@@ -85,23 +85,45 @@ func (ch *Checker) checkedControl(v Verdict) func(network, address string, _ sys
 // resolved a second time, and a connect-time hook refuses any other
 // address. A refusal is a *[DenyError].
 func (ch *Checker) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	if _, v := parseDial(network, "0.0.0.0:1"); v.Reason != Allowed {
-		v.Host = network
-		return nil, &DenyError{Verdict: v}
-	}
 	c, err := capability.FromHost(address)
 	if err != nil || c.Port == 0 {
+		if _, v := parseDial(network, "0.0.0.0:1"); v.Reason != Allowed {
+			v.Host = network
+			return nil, &DenyError{Verdict: v}
+		}
 		return nil, &DenyError{Verdict: Verdict{Reason: BadAddress, Host: address}}
 	}
-	v := ch.Check(ctx, c)
+	conn, _, err := ch.DialCapability(ctx, network, &c)
+	return conn, err
+}
+
+// DialCapability checks the net.connect c with [Checker.CheckCapability] —
+// its scheme too, when it has one — and, if it is allowed, connects to
+// c.Port at the addresses the check approved, in the resolver's order,
+// until one connects: the name is resolved once, by the check, and a
+// connect-time hook refuses any other address. c.Port MUST be set. It
+// returns the verdict, for the record, with the connection or the error; a
+// refusal is a *[DenyError] whose Verdict is the one returned. A name that
+// did not resolve is refused even under on_resolve_error: allow-unchecked,
+// since no address was checked to connect to.
+func (ch *Checker) DialCapability(ctx context.Context, network string, c *capability.Capability) (net.Conn, Verdict, error) {
+	if _, v := parseDial(network, "0.0.0.0:1"); v.Reason != Allowed {
+		v.Host = network
+		return nil, v, &DenyError{Verdict: v}
+	}
+	if c.Port == 0 {
+		v := Verdict{Reason: BadAddress, Host: c.Host}
+		return nil, v, &DenyError{Verdict: v}
+	}
+	v := ch.CheckCapability(ctx, c)
 	switch {
 	case v.Reason == AllowedUnchecked:
 		// Nothing was checked, so there is nothing this dialer may
 		// connect to.
 		v.Allow, v.Reason = false, ResolveFailed
-		return nil, &DenyError{Verdict: v}
+		return nil, v, &DenyError{Verdict: v}
 	case !v.Allow:
-		return nil, &DenyError{Verdict: v}
+		return nil, v, &DenyError{Verdict: v}
 	}
 	var targets []netip.Addr
 	for _, a := range v.Addrs {
@@ -118,19 +140,20 @@ func (ch *Checker) DialContext(ctx context.Context, network, address string) (ne
 		targets = append(targets, a)
 	}
 	if len(targets) == 0 {
-		return nil, &DenyError{Verdict: Verdict{Reason: NoAddresses, Host: v.Host}}
+		nv := Verdict{Reason: NoAddresses, Host: v.Host, Scheme: v.Scheme}
+		return nil, nv, &DenyError{Verdict: nv}
 	}
 	d := net.Dialer{Control: ch.checkedControl(v)}
 	var errs []error
 	for _, a := range targets {
 		conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(a, c.Port).String())
 		if err == nil {
-			return conn, nil
+			return conn, v, nil
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, errors.Join(errs...)
+	return nil, v, errors.Join(errs...)
 }

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -240,5 +243,112 @@ func TestDialContextOnlyChecked(t *testing.T) {
 	}
 	if err := hook("tcp4", "[::ffff:127.0.0.1]:80", nil); err != nil {
 		t.Errorf("hook refused the mapped form of the checked address: %v", err)
+	}
+}
+
+// flipResolver answers its first lookup with first and every later one
+// with then: a name that rebinds between a check and a second lookup.
+type flipResolver struct {
+	mu          sync.Mutex
+	n           int
+	first, then []netip.Addr
+}
+
+func (f *flipResolver) Resolve(_ context.Context, _ string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	if f.n == 1 {
+		return f.first, nil
+	}
+	return f.then, nil
+}
+
+func TestDialCapability(t *testing.T) {
+	l := listen(t)
+	_, p, _ := net.SplitHostPort(l.Addr().String())
+	port, _ := strconv.Atoi(p)
+	admit := []Admit{{Hosts: []string{"svc.example.com"}, Classes: []string{"loopback"}}}
+	hosts := map[string][]string{"svc.example.com": {"127.0.0.1"}}
+	tests := []struct {
+		name   string
+		cfg    Config
+		scheme string
+		port   uint16
+		want   Reason
+	}{
+		{"https allowed", Config{Hosts: hosts, Admit: admit}, "https", uint16(port), Allowed},
+		{"no scheme is not checked against schemes", Config{Hosts: hosts, Admit: admit, Schemes: []string{"https"}}, "", uint16(port), Allowed},
+		{"scheme refused", Config{Hosts: hosts, Admit: admit, Schemes: []string{"https"}}, "http", uint16(port), SchemeNotAllowed},
+		{"no port", Config{Hosts: hosts, Admit: admit}, "https", 0, BadAddress},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ch := mustChecker(t, tt.cfg)
+			c := capability.Capability{Kind: capability.NetConnect, Scheme: tt.scheme, Host: "svc.example.com", Port: tt.port}
+			conn, v, err := ch.DialCapability(t.Context(), "tcp", &c)
+			if v.Reason != tt.want {
+				t.Errorf("verdict %v, want %v", v, tt.want)
+			}
+			if tt.want == Allowed {
+				if err != nil {
+					t.Fatal(err)
+				}
+				conn.Write([]byte{'C'})
+				conn.Close()
+				if b := <-l.first; b != 'C' {
+					t.Fatalf("listener saw %q", b)
+				}
+				return
+			}
+			var de *DenyError
+			if !errors.As(err, &de) || de.Verdict.Reason != v.Reason {
+				t.Fatalf("err = %v, want a DenyError with the verdict returned", err)
+			}
+			l.assertNoConnectionBefore(t)
+		})
+	}
+}
+
+// TestDialCapabilityResolvesOnce: a name whose second lookup answers a
+// blocked address is dialled at the first answer, the one checked.
+func TestDialCapabilityResolvesOnce(t *testing.T) {
+	good := listen(t)
+	_, p, _ := net.SplitHostPort(good.Addr().String())
+	bad, err := net.Listen("tcp4", "127.0.0.2:"+p)
+	if err != nil {
+		t.Skipf("cannot listen on 127.0.0.2:%s: %v", p, err)
+	}
+	defer bad.Close()
+	r := &flipResolver{first: []netip.Addr{netip.MustParseAddr("127.0.0.1")}, then: []netip.Addr{netip.MustParseAddr("127.0.0.2")}}
+	ch, err := NewWithResolver(&Config{Admit: []Admit{{Hosts: []string{"127.0.0.1"}, Classes: []string{"loopback"}}}}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(p)
+	c := capability.Capability{Kind: capability.NetConnect, Host: "rebind.example.com", Port: uint16(port)}
+	conn, _, err := ch.DialCapability(t.Context(), "tcp", &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Write([]byte{'1'})
+	conn.Close()
+	if b := <-good.first; b != '1' {
+		t.Fatalf("checked address saw %q", b)
+	}
+	if _, _, err := ch.DialCapability(t.Context(), "tcp", &c); !errors.Is(err, ErrDenied) {
+		t.Fatalf("second dial, rebound to 127.0.0.2: %v, want ErrDenied", err)
+	}
+	if r.n != 2 {
+		t.Errorf("%d lookups for two dials, want 2", r.n)
+	}
+}
+
+func TestNewWithResolver(t *testing.T) {
+	if _, err := NewWithResolver(nil, nil); err == nil {
+		t.Error("NewWithResolver(nil, nil) succeeded")
+	}
+	if _, err := NewWithResolver(&Config{Resolver: "bogus"}, Static{}); err == nil {
+		t.Error("a bad config was accepted")
 	}
 }
