@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,5 +122,84 @@ func TestSandboxFilesystem(t *testing.T) {
 	}
 	if strings.Contains(string(r.Raw), h.secret) {
 		t.Error("the key reached the client")
+	}
+}
+
+// TestSandboxEgress runs a stand-in fetcher (testdata/sandbox/fetcher.mjs)
+// under `sandbox: required`: its only way out is aegis's egress proxy,
+// which decides each connection as the server's own (egress/connect) and
+// dials only checked addresses. An allowed loopback URL is fetched; its
+// redirect to a denied loopback port is refused at the proxy, and the
+// denied port's server receives nothing; a direct connection, ignoring
+// the proxy, gets nowhere; every connection is in the chain.
+func TestSandboxEgress(t *testing.T) {
+	needNode(t)
+	var deniedHits atomic.Int32
+	denied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deniedHits.Add(1)
+		io.WriteString(w, "e2e-DENIED-PORT-BODY")
+	}))
+	defer denied.Close()
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, denied.URL+"/secret", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "e2e-ALLOWED-BODY")
+	}))
+	defer allowed.Close()
+	allowedPort := allowed.Listener.Addr().(*net.TCPAddr).Port
+	deniedPort := denied.Listener.Addr().(*net.TCPAddr).Port
+
+	home := tempDir(t)
+	aegisHome := filepath.Join(home, ".local/state/aegis")
+	config := filepath.Join(home, "aegis.yaml")
+	writeFiles(t, home, map[string]string{
+		"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  web:\n    schema: off\n    sandbox: required\n" +
+			"    egress: {admit: [{hosts: [127.0.0.1], classes: [loopback]}]}\n",
+		"policy.yaml": "version: 1\nrules:\n" +
+			"  - {id: tools, effect: allow, server: web, tool: [fetch, dial], unbound: true}\n" +
+			"  - {id: own, effect: allow, server: web, method: egress/connect}\n" +
+			"  - {id: the-api, effect: allow, capability: net.connect, host: [127.0.0.1], port: [" + strconv.Itoa(allowedPort) + "]}\n",
+	})
+	plan := writeMethodPlan(t, []methodCall{
+		{Name: "fetch allowed", Tool: "fetch", Arguments: map[string]any{"url": allowed.URL + "/page"}},
+		{Name: "fetch a redirect to the denied port", Tool: "fetch", Arguments: map[string]any{"url": allowed.URL + "/redirect"}},
+		{Name: "dial the denied port directly", Tool: "dial", Arguments: map[string]any{"port": deniedPort}},
+		{Name: "dial the allowed port directly", Tool: "dial", Arguments: map[string]any{"port": allowedPort}},
+	}, false)
+	r := mustDriver(t, baseEnv(home, aegisHome), []string{"calls", plan},
+		aegisRun(config, "web", nodeBin, filepath.Join(e2eDir, "testdata", "sandbox", "fetcher.mjs")))
+	res := stepResults(t, r)
+	t.Logf("results:\n%s\nstderr:\n%s", strings.Join(res, "\n"), r.Stderr)
+	if len(res) != 4 {
+		t.Fatalf("%d results", len(res))
+	}
+	if !strings.Contains(res[0], "e2e-ALLOWED-BODY") {
+		t.Errorf("the allowed URL was not fetched: %s", res[0])
+	}
+	if !strings.Contains(res[1], "-> 302") || !strings.Contains(res[1], "-> 403") || strings.Contains(res[1], "e2e-DENIED-PORT-BODY") {
+		t.Errorf("the redirect to the denied port was not refused at the proxy: %s", res[1])
+	}
+	for i := 2; i < 4; i++ {
+		if strings.Contains(res[i], "connected") {
+			t.Errorf("a direct connection got out: %s", res[i])
+		}
+	}
+	if n := deniedHits.Load(); n != 0 {
+		t.Errorf("the denied port's server received %d requests", n)
+	}
+	if !strings.Contains(r.Stderr, "egress refused") {
+		t.Errorf("aegis did not say it refused a connection:\n%s", r.Stderr)
+	}
+	entries, _ := readChain(t, aegisHome, "web")
+	var connects []string
+	for _, e := range entries {
+		if e.Method == "egress/connect" {
+			connects = append(connects, e.Decision+" "+e.Tool)
+		}
+	}
+	if len(connects) != 3 || !strings.HasPrefix(connects[0], "allow ") || !strings.HasPrefix(connects[1], "allow ") || !strings.HasPrefix(connects[2], "deny ") {
+		t.Errorf("connections in the chain: %q", connects)
 	}
 }

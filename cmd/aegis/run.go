@@ -18,6 +18,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/egressproxy"
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/pin"
@@ -166,9 +167,9 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			Masked:   append(reach.Masked, masked...),
 			ReadOnly: append(reach.ReadOnly, readOnly...), Conditional: reach.Conditional,
 			Env: relay.Env,
-			// TODO(lead): ProxyNetwork, serving sb.Listener() with the
-			// egress proxy once it exists; until then, no network.
-			Network: sandbox.NoNetwork,
+			// The server's one way out: aegis's egress proxy, which
+			// decides each connection at dial time.
+			Network: sandbox.ProxyNetwork,
 		}
 		var sb *sandbox.Sandbox
 		if cmd, sb, err = sandbox.Command(spec, fs.Args()); err != nil {
@@ -177,6 +178,14 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		defer sb.Close()
 		rep := sb.Report()
 		fmt.Fprintf(stderr, "aegis: server %q sandbox: %s\n", name, rep.String())
+		if ln := sb.Listener(); ln != nil {
+			ep, err := egressProxy(name, eng.Server(name), sess, relay.Credentials, stderr)
+			if err != nil {
+				return fmt.Errorf("server %q: %w", name, err)
+			}
+			go ep.Serve(ln)
+			defer ep.Close()
+		}
 	}
 	if in, ok := stdin.(*os.File); ok {
 		if out, ok := stdout.(*os.File); ok {
@@ -225,4 +234,26 @@ func sandboxProtected(protected []string) (masked, readOnly []string) {
 		}
 	}
 	return masked, readOnly
+}
+
+// egressProxy is the egress proxy of a sandboxed server: each connection
+// the server makes through it is decided as the server's own action
+// (gateway.MethodConnect) and recorded, then dialled by the server's
+// egress gate, which resolves the name once and connects only to a
+// checked address. A refused connection is said on stderr.
+func egressProxy(name string, srv *gateway.Server, sess *gateway.Session, creds []egressproxy.Credential, stderr io.Writer) (*egressproxy.Proxy, error) {
+	return egressproxy.New(&egressproxy.Config{
+		Checker: srv.Egress,
+		Decide: func(ctx context.Context, c capability.Capability) (bool, string) {
+			o, err := sess.Connect(ctx, c)
+			if err != nil {
+				return false, "aegis could not record the decision"
+			}
+			return o.Forward, o.Reason
+		},
+		OnRefuse: func(r egressproxy.Refusal) {
+			fmt.Fprintf(stderr, "aegis: server %q: egress refused %s (%s): %s\n", name, r.Target, r.Stage, r.Reason)
+		},
+		Credentials: creds,
+	})
 }

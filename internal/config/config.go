@@ -44,6 +44,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/egress"
+	"github.com/aegis-mcp/aegis/internal/egressproxy"
 	"github.com/aegis-mcp/aegis/internal/session"
 	"github.com/aegis-mcp/aegis/internal/shape"
 	"go.yaml.in/yaml/v3"
@@ -149,6 +150,9 @@ type fileServer struct {
 	// Env lists what a sandboxed server's environment holds beyond the
 	// minimal one: NAME (from aegis's environment) or NAME=VALUE.
 	Env strictyaml.StringList `yaml:"env"`
+	// Credentials are added by the egress proxy of a sandboxed server to
+	// its plain-HTTP requests for their hosts; the server never holds them.
+	Credentials []egressproxy.Credential `yaml:"credentials"`
 }
 
 // local reports whether the server runs on this machine, so that its
@@ -294,6 +298,8 @@ type Relay struct {
 	// Env lists the variables a sandboxed server's environment holds
 	// beyond the minimal one (sandbox.Spec.Env).
 	Env []string
+	// Credentials are the egress proxy's (fileServer.Credentials).
+	Credentials []egressproxy.Credential
 }
 
 // Bounds of the relay settings: a message cap below 64 KiB would refuse
@@ -532,7 +538,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			sbMode = m
 		}
 		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout,
-			Sandbox: sbMode, Env: fs.Env}
+			Sandbox: sbMode, Env: fs.Env, Credentials: fs.Credentials}
 		if sem.ArgDirs {
 			r := c.Relay[name]
 			r.ArgDirsAfter = sem.ArgDirsAfter

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -43,7 +45,15 @@ const (
 	methodPrompt                       // params.name and params.arguments
 	methodCompletion                   // params.ref, params.argument, params.context
 	methodServer                       // a request of the server: names nothing, derives nothing
+	methodConnect                      // a sandboxed server's own connection: its capability given
 )
+
+// MethodConnect is the method a sandboxed server's own connection through
+// aegis's egress proxy is decided and recorded under: not an MCP method,
+// but an action of the server (allowed by `method: egress/connect`) with
+// the connection's net.connect capability, which the policy's host rules
+// decide as they decide a call's.
+const MethodConnect = "egress/connect"
 
 // methods are the MCP methods aegis decides besides tools/call. A request
 // of any other method is refused by the relay unless the configuration
@@ -59,6 +69,7 @@ var methods = map[string]Method{
 	"sampling/createMessage": {FromServer: true, Tier: capability.TierMutating, kind: methodServer},
 	"elicitation/create":     {FromServer: true, Tier: capability.TierMutating, kind: methodServer},
 	"roots/list":             {FromServer: true, Tier: capability.TierDataRead, kind: methodServer},
+	MethodConnect:            {FromServer: true, Tier: capability.TierDataRead, kind: methodConnect},
 }
 
 // relayed are the client requests relayed without a decision: the
@@ -191,6 +202,9 @@ func (s *Session) methodStep(c *Call) {
 	switch {
 	case !known && s.srv.Methods[c.Method] == nil:
 		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q is not one aegis decides, and the configuration does not list it", c.Method)}
+	case known && m.kind == methodConnect && c.Connect == nil:
+		// Only the egress proxy asks this, never a message on the wire.
+		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q is aegis's own, not one a peer may send", c.Method)}
 	case known && m.FromServer != c.FromServer:
 		from := "the client"
 		if c.FromServer {
@@ -198,6 +212,31 @@ func (s *Session) methodStep(c *Call) {
 		}
 		c.Refuse = &Refusal{Rule: RuleMethod, Err: fmt.Errorf("method %q was sent by %s, which never sends it", c.Method, from)}
 	}
+}
+
+// Connect decides, and records, a sandboxed server's own connection
+// through aegis's egress proxy: the action MethodConnect with c, the
+// connection's net.connect capability. The egress gate is the proxy's, at
+// dial time (it resolves the name once and dials only a checked address),
+// so the pipeline's own egress step is skipped here.
+func (s *Session) Connect(ctx context.Context, c capability.Capability) (Outcome, error) {
+	target := c.URL
+	if target == "" {
+		target = net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
+	}
+	call := s.facts(target, emptyObject)
+	call.Method, call.FromServer, call.Connect = MethodConnect, true, &c
+	m := s.mem.Get().(*callMem)
+	defer s.mem.Put(m)
+	v, seq, err := s.run(ctx, call, m, true)
+	if err != nil {
+		return Outcome{Effect: policy.Deny}, err
+	}
+	out := Outcome{Effect: v.Effect, Seq: seq, Forward: v.Effect == policy.Allow}
+	if !out.Forward {
+		out.Reason = "aegis denied this connection: " + v.Reason()
+	}
+	return out, nil
 }
 
 // requestName is what a request of method names, "" when it cannot be

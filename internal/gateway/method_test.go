@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +204,52 @@ func TestRelativePathsAgainstBases(t *testing.T) {
 	}
 	if out.Forward || !strings.Contains(out.Reason, "not absolute") {
 		t.Errorf("after roots/list: forward %v, reason %q; want a refusal of the relative path", out.Forward, out.Reason)
+	}
+}
+
+// TestConnect: a sandboxed server's own connection is the action
+// egress/connect with its capability, decided by the policy's rules and
+// recorded; a peer cannot send the method itself.
+func TestConnect(t *testing.T) {
+	src := "version: 1\nrules:\n" +
+		"  - {id: own, effect: allow, server: s, method: egress/connect}\n" +
+		"  - {id: api, effect: allow, host: [api.example.com], port: [443]}\n" +
+		"  - {id: no-meta, effect: deny, host: [\"class:metadata\"]}\n"
+	p, err := policy.Parse("p.yaml", []byte(src), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "s"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &memLog{}
+	s, err := e.NewSession(&SessionConfig{Server: "s", ID: "x", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		c     capability.Capability
+		allow bool
+		rules []string
+	}{
+		{capability.Capability{Kind: capability.NetConnect, Scheme: "https", Host: "api.example.com", Port: 443}, true, []string{"own", "api"}},
+		{capability.Capability{Kind: capability.NetConnect, Scheme: "https", Host: "other.example.com", Port: 443}, false, []string{"own"}},
+		{capability.Capability{Kind: capability.NetConnect, Scheme: "http", Host: "169.254.169.254", Port: 80, Classes: capability.Metadata | capability.LinkLocal}, false, []string{"own", "no-meta"}},
+	} {
+		out, err := s.Connect(ctx, tt.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ent := log.entries[len(log.entries)-1]
+		if out.Forward != tt.allow || ent.Method != MethodConnect || !slices.Equal(ent.Rules, tt.rules) || len(ent.Caps) != 1 || ent.Caps[0].Host != tt.c.Host {
+			t.Errorf("%s: forward %v (%s); recorded %s %v %v", tt.c.Host, out.Forward, out.Reason, ent.Method, ent.Rules, ent.Caps)
+		}
+	}
+	// The method is aegis's own: a server sending it is refused.
+	out, err := s.ServerRequest(ctx, MethodConnect, []byte(`{}`))
+	if err != nil || out.Forward || !strings.Contains(out.Reason, "aegis's own") {
+		t.Errorf("egress/connect on the wire: %+v, %v", out, err)
 	}
 }

@@ -176,6 +176,9 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	if len(rel) > 0 {
 		caps = append(caps, rel...)
 	}
+	if c.Connect != nil {
+		caps = append(caps, *c.Connect)
+	}
 	req.Caps = caps
 	*v = Verdict{Arguments: fwd, InputResponses: inputs}
 	return req, found, true
@@ -214,7 +217,10 @@ func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route,
 	if v.Effect == policy.Deny {
 		return
 	}
-	err := e.egress(ctx, r.s, v.Caps)
+	var err error
+	if c.Connect == nil { // a server's own connection meets the egress gate as it dials
+		err = e.egress(ctx, r.s, v.Caps)
+	}
 	if err == nil && r.b != nil {
 		err = e.provenance(c, r.b, v.Caps, doc.Root())
 	}

@@ -46,6 +46,9 @@ type Call struct {
 	Resource bool
 	// FromServer says the request is the server's, to the client.
 	FromServer bool
+	// Connect is the capability of a sandboxed server's own connection
+	// (Method MethodConnect), given rather than derived.
+	Connect *capability.Capability
 	// RootsAsked says the server has asked the client for its roots in
 	// this session: a server whose allowed directories are its roots from
 	// then on resolves relative paths against directories aegis did not
