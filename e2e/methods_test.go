@@ -106,7 +106,10 @@ func TestPromptThatRunsACommand(t *testing.T) {
 		wantRan   bool
 	}{
 		{"no shell rule", "", false},
-		{"shell allowed", "  - {id: shell, effect: allow, capability: exec, shell: true}\n", true},
+		// A command runs in the server's sandbox (the default on Linux),
+		// which holds it to the files the policy could allow: a shell rule
+		// alone lets it run, and a write rule lets it write the home.
+		{"shell allowed", "  - {id: shell, effect: allow, capability: exec, shell: true}\n  - {id: home, effect: allow, capability: fs.write, path_under: [\"~\"]}\n", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			home := tempDir(t)

@@ -162,7 +162,7 @@ func v2Home(t *testing.T, extra string) (home, aegisHome, config string) {
 	home = tempDir(t)
 	aegisHome = filepath.Join(home, ".local/state/aegis")
 	writeFiles(t, home, map[string]string{
-		"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2:\n    tools:\n      deploy: {caps: {per_session: 1}}\n",
+		"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2:\n    env: [AEGIS_E2E_V2_KEY, AEGIS_E2E_V2_DRIFT]    # the server's own variables, which a sandbox passes only when listed\n    tools:\n      deploy: {caps: {per_session: 1}}\n",
 		"policy.yaml": "version: 1\nrules:\n" +
 			"  - {id: tools, effect: allow, server: v2, unbound: true, tool: \"*\"}\n" +
 			"  - {id: no-wipe, effect: deny, server: v2, tool: wipe}\n" +
@@ -275,7 +275,7 @@ func TestV2Elicitation(t *testing.T) {
 			t.Run(rev+" "+tc.effect, func(t *testing.T) {
 				home, aegisHome, config := v2Home(t, "  - {id: no-elicit, effect: "+tc.effect+", server: v2, method: elicitation/create}\n")
 				// No cap: what reaches the server is the retry's to show.
-				writeFiles(t, home, map[string]string{"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2: {}\n"})
+				writeFiles(t, home, map[string]string{"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2: {env: [AEGIS_E2E_V2_KEY]}\n"})
 				key := fakeAWSKey(t)
 				env := append(baseEnv(home, aegisHome), "AEGIS_E2E_V2_KEY="+key)
 				calls := []methodCall{{Name: "deploy", Tool: "deploy", Arguments: map[string]any{"env": "prod"}}}
@@ -400,7 +400,7 @@ func TestV2AnswerWithASecret(t *testing.T) {
 	for _, rev := range v2Revisions {
 		t.Run(rev, func(t *testing.T) {
 			home, aegisHome, config := v2Home(t, "  - {id: elicit, effect: allow, server: v2, method: elicitation/create}\n")
-			writeFiles(t, home, map[string]string{"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2: {}\n"})
+			writeFiles(t, home, map[string]string{"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2: {env: [AEGIS_E2E_V2_KEY]}\n"})
 			key := fakeAWSKey(t)
 			env := baseEnv(home, aegisHome)
 			calls := []methodCall{{Name: "deploy", Tool: "deploy", Arguments: map[string]any{"env": "prod"}}}

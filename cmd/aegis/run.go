@@ -22,6 +22,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/envelope"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/pin"
+	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/proxy"
 	"github.com/aegis-mcp/aegis/internal/sandbox"
 )
@@ -151,6 +152,15 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	defer stop()
 	relay := cfg.Relay[name]
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	if relay.Sandbox != sandbox.Off && cfg.Policy.Mode() == policy.Shadow {
+		// A shadow policy enforces nothing (every call goes through): a
+		// sandbox built from it would enforce what it only reports.
+		if relay.Sandbox == sandbox.Required {
+			return fmt.Errorf("server %q: sandbox: required, but the policy is in shadow mode, which enforces nothing to build a sandbox from", name)
+		}
+		fmt.Fprintf(stderr, "aegis: server %q: no sandbox: the policy is in shadow mode\n", name)
+		relay.Sandbox = sandbox.Off
+	}
 	if relay.Sandbox != sandbox.Off {
 		// The kernel holds the server to what the policy could allow
 		// (R29): the trees any rule could grant it, with aegis's own

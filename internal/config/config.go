@@ -529,7 +529,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		// that open their own root (the demo server) or read variables of
 		// aegis's environment broke under it in the e2e runs; that default
 		// waits for those to be covered (issue 16).
-		sbMode := sandbox.Off
+		sbMode := sandbox.DefaultMode()
 		if fs.Sandbox != "" {
 			m, err := sandbox.ParseMode(fs.Sandbox)
 			if err != nil {

@@ -182,7 +182,7 @@ func TestRelaySettings(t *testing.T) {
 		"media": {MaxMessageBytes: 64 << 20, StderrLogBytes: 1 << 20, MaxInFlight: 64, CallTimeout: 2 * time.Minute,
 			Sandbox: sandbox.Required, Env: []string{"API_URL", "MODE=x"}},
 		"fs":   {Sandbox: sandbox.BestEffort},
-		"bare": {},
+		"bare": {Sandbox: sandbox.DefaultMode()},
 	}
 	for name, w := range want {
 		if diff := cmp.Diff(w, cfg.Relay[name]); diff != "" {

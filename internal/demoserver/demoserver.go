@@ -230,12 +230,32 @@ func (d *demo) readFile(_ context.Context, _ *mcp.CallToolRequest, in readFileIn
 		}
 		rel = r
 	}
-	root, err := os.OpenRoot(d.root)
+	if !filepath.IsLocal(rel) {
+		return nil, nil, fmt.Errorf("%s is outside the demo root", in.Path)
+	}
+	// The file's own directory is opened as the root, not the demo root:
+	// under aegis's sandbox the server may read the trees its policy
+	// could allow, not necessarily the demo root itself. That directory
+	// must really be under the demo root (links resolved), and os.Root
+	// keeps the open inside it.
+	dir := filepath.Join(d.root, filepath.Dir(rel))
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	realRoot, err := filepath.EvalSymlinks(d.root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r, err := filepath.Rel(realRoot, realDir); err != nil || !filepath.IsLocal(r) && r != "." {
+		return nil, nil, fmt.Errorf("%s is outside the demo root", in.Path)
+	}
+	root, err := os.OpenRoot(realDir)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer root.Close()
-	f, err := root.Open(rel) // os.Root refuses to leave the root, through ".." or symlinks
+	f, err := root.Open(filepath.Base(rel)) // os.Root refuses to leave the directory, through ".." or symlinks
 	if err != nil {
 		return nil, nil, err
 	}
