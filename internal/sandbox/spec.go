@@ -115,6 +115,11 @@ func (s *Spec) environ(lookup func(string) (string, bool), tmp string, netw Netw
 			env[strings.ToLower(name)] = url
 		}
 		env["NO_PROXY"], env["no_proxy"] = "", ""
+		// Node's own fetch ignores the variables above unless told to
+		// (Node 22.21 and 24.5 on); other runtimes read them as they are.
+		if _, set := env["NODE_USE_ENV_PROXY"]; !set {
+			env["NODE_USE_ENV_PROXY"] = "1"
+		}
 	} else {
 		for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"} {
 			delete(env, name)
