@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -189,7 +190,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		rep := sb.Report()
 		fmt.Fprintf(stderr, "aegis: server %q sandbox: %s\n", name, rep.String())
 		if ln := sb.Listener(); ln != nil {
-			ep, err := egressProxy(name, eng.Server(name), sess, relay.Credentials, stderr)
+			ep, err := egressProxy(name, eng.Server(name), sess, relay.Credentials, rep.RuntimeHosts, stderr)
 			if err != nil {
 				return fmt.Errorf("server %q: %w", name, err)
 			}
@@ -251,10 +252,18 @@ func sandboxProtected(protected []string) (masked, readOnly []string) {
 // (gateway.MethodConnect) and recorded, then dialled by the server's
 // egress gate, which resolves the name once and connects only to a
 // checked address. A refused connection is said on stderr.
-func egressProxy(name string, srv *gateway.Server, sess *gateway.Session, creds []egressproxy.Credential, stderr io.Writer) (*egressproxy.Proxy, error) {
+func egressProxy(name string, srv *gateway.Server, sess *gateway.Session, creds []egressproxy.Credential, runtimeHosts []string, stderr io.Writer) (*egressproxy.Proxy, error) {
 	return egressproxy.New(&egressproxy.Config{
 		Checker: srv.Egress,
 		Decide: func(ctx context.Context, c capability.Capability) (bool, string) {
+			// The registry a package runner fetches the server from, over
+			// TLS: the program's runtime, as its files are (recorded).
+			if c.Port == 443 && slices.Contains(runtimeHosts, c.Host) {
+				if err := sess.ConnectRuntime(ctx, c, "the server's program fetches the server from its registry"); err != nil {
+					return false, "aegis could not record the decision"
+				}
+				return true, ""
+			}
 			o, err := sess.Connect(ctx, c)
 			if err != nil {
 				return false, "aegis could not record the decision"

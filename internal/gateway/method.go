@@ -239,6 +239,20 @@ func (s *Session) Connect(ctx context.Context, c capability.Capability) (Outcome
 	return out, nil
 }
 
+// ConnectRuntime records a sandboxed server's own connection that aegis
+// lets through whatever the policy, because the server's program needs it
+// to start (a package runner fetching the server from its registry), as
+// the sandbox grants a program its runtime's files: allowed under
+// RuleRuntime, with why.
+func (s *Session) ConnectRuntime(ctx context.Context, c capability.Capability, why string) error {
+	if s.rec.Log == nil {
+		return nil
+	}
+	call := s.facts(net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), nil)
+	call.Method, call.FromServer = MethodConnect, true
+	return s.rec.runtime(ctx, call, c, why)
+}
+
 // requestName is what a request of method names, "" when it cannot be
 // read (the request was refused then).
 func requestName(method string, params []byte) string {

@@ -253,3 +253,29 @@ func TestConnect(t *testing.T) {
 		t.Errorf("egress/connect on the wire: %+v, %v", out, err)
 	}
 }
+
+// TestConnectRuntime: a connection the server's program needs to start is
+// recorded as allowed under aegis:runtime, whatever the policy.
+func TestConnectRuntime(t *testing.T) {
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules: []\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "s"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &memLog{}
+	s, err := e.NewSession(&SessionConfig{Server: "s", ID: "x", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := capability.Capability{Kind: capability.NetConnect, Scheme: "https", Host: "registry.npmjs.org", Port: 443}
+	if err := s.ConnectRuntime(context.Background(), c, "its registry"); err != nil {
+		t.Fatal(err)
+	}
+	ent := log.entries[0]
+	if ent.Method != MethodConnect || ent.Decision != "allow" || !slices.Equal(ent.Rules, []string{RuleRuntime}) || ent.Tool != "registry.npmjs.org:443" || len(ent.Caps) != 1 {
+		t.Errorf("recorded %+v", ent)
+	}
+}

@@ -176,6 +176,25 @@ func (r *recorder) answer(ctx context.Context, c *Call, fwd []byte, found []dlp.
 	return nil
 }
 
+// runtime records a connection let through under RuleRuntime (see
+// Session.ConnectRuntime).
+func (r *recorder) runtime(ctx context.Context, c *Call, cp capability.Capability, why string) error {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	e := r.callEntry(c, now())
+	e.Caps = record.CapsOf([]capability.Capability{cp})
+	e.Bound = true
+	e.Decision = policy.Allow.String()
+	e.Rules = []string{RuleRuntime}
+	e.Reason = why
+	if _, _, err := r.Log.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording a runtime connection: %w", err)
+	}
+	return nil
+}
+
 // refused is the verdict of a call whose decision could not be recorded.
 func refused(v *Verdict) Verdict {
 	out := deny(fmt.Errorf("the decision could not be recorded, so the call is refused"))

@@ -22,6 +22,7 @@ const (
 	RuleCap         = "aegis:cap"
 	RuleUnattended  = "aegis:unattended"
 	RuleUndelivered = "aegis:undelivered" // a call allowed, then not served: the server died or did not answer
+	RuleRuntime     = "aegis:runtime"     // a sandboxed server's connection its program needs to start (a package runner's registry)
 )
 
 // refusal is the error of a refusal by one of aegis's own rules.

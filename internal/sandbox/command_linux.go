@@ -124,6 +124,9 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 		Runtime: slices.Concat(runtimeRead, runtimeWrite, devices, []string{"/proc/self"}),
 		Missing: missing,
 	}
+	if p.ProxyPort > 0 {
+		sb.report.RuntimeHosts = RuntimeHosts(path)
+	}
 	r := &sb.report
 	switch {
 	case !ns && abi >= 4:

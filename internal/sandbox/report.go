@@ -67,6 +67,10 @@ type Report struct {
 	// Masked are hidden (an empty mount over each); ReadOnly are mounted
 	// read-only.
 	Masked, ReadOnly []string
+	// RuntimeHosts are the hosts the program reaches through the proxy
+	// to start, whatever the policy (a package runner's registry, on port
+	// 443): [RuntimeHosts] of its program.
+	RuntimeHosts []string
 	// Network is "proxy only at 127.0.0.1:N", "none", or what is left
 	// when the network namespace is missing.
 	Network string
@@ -91,6 +95,9 @@ func (r *Report) Attrs() []slog.Attr {
 		slog.Any("masked", r.Masked), slog.Any("read_only", r.ReadOnly),
 		slog.Any("runtime", r.Runtime),
 		slog.String("network", r.Network))
+	if len(r.RuntimeHosts) > 0 {
+		as = append(as, slog.Any("runtime_hosts", r.RuntimeHosts))
+	}
 	if len(r.Missing) > 0 {
 		ms := make([]string, len(r.Missing))
 		for i, m := range r.Missing {

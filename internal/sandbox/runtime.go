@@ -39,6 +39,22 @@ var caches = map[string][]string{
 	"uv":   {".cache/uv", ".local/share/uv"},
 }
 
+// registries are the hosts a package runner fetches the server it starts
+// from, by the runner's name: its runtime's network, as caches are its
+// runtime's files. The egress proxy lets it reach them on port 443.
+var registries = map[string][]string{
+	"npx":  {"registry.npmjs.org"},
+	"npm":  {"registry.npmjs.org"},
+	"pnpm": {"registry.npmjs.org"},
+	"uvx":  {"pypi.org", "files.pythonhosted.org"},
+	"uv":   {"pypi.org", "files.pythonhosted.org"},
+}
+
+// RuntimeHosts returns the hosts the program at path (argv[0] as the
+// sandbox resolved it) needs to reach to start: a package runner's
+// registry; none for any other program.
+func RuntimeHosts(path string) []string { return registries[filepath.Base(path)] }
+
 // projectMarkers name files whose directory is a project root: a script
 // given as an argument is granted its project's root, where its
 // dependencies are.
@@ -65,7 +81,11 @@ func runtimeGrants(path string, argv []string, dir, home, pathEnv string) (read,
 		}
 		if home != "" {
 			for _, c := range caches[filepath.Base(p)] {
-				write = append(write, filepath.Join(home, c))
+				// Made if missing, as the runner would make it: a tree
+				// that does not exist cannot be granted.
+				d := filepath.Join(home, c)
+				os.MkdirAll(d, 0o700)
+				write = append(write, d)
 			}
 		}
 		interp, arg := shebang(p)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -353,5 +354,20 @@ func TestUnbound(t *testing.T) {
 	}
 	if rep.Network != "none" {
 		t.Errorf("report.Network = %q, want none", rep.Network)
+	}
+}
+
+// TestRuntimeHosts: a package runner reaches its registry; no other
+// program reaches anything by being what it is.
+func TestRuntimeHosts(t *testing.T) {
+	for path, want := range map[string][]string{
+		"/usr/bin/npx":           {"registry.npmjs.org"},
+		"/home/u/.local/bin/uvx": {"pypi.org", "files.pythonhosted.org"},
+		"/usr/bin/node":          nil,
+		"/usr/bin/npx-evil":      nil,
+	} {
+		if got := RuntimeHosts(path); !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", path, got, want)
+		}
 	}
 }
