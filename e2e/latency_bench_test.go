@@ -168,6 +168,9 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 	}
 	for name, text := range map[string]string{
 		"aegis.yaml": strings.ReplaceAll(latencyConfig, "@HOME@", root), "bindings.yaml": latencyBindings, "policy.yaml": latencyPolicy,
+		// The same without the sandbox (on by default on Linux), for its
+		// cost per call.
+		"aegis-nosandbox.yaml": strings.ReplaceAll(latencyConfig, "@HOME@", root) + "    sandbox: off\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 			b.Fatal(err)
@@ -177,7 +180,7 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 	if err != nil {
 		b.Skipf("no /dev/shm: %v", err)
 	}
-	b.Cleanup(func() { os.RemoveAll(shm) })
+	b.Cleanup(func() { os.RemoveAll(shm); os.RemoveAll(shm + "-nosandbox") })
 	// The servers run a copy of the binary: a file of their own, so that
 	// its code pages, hot in the servers, are not the measured aegis's.
 	// (Run from aegisBin itself, they made whichever aegis was that binary
@@ -201,6 +204,7 @@ func BenchmarkRunAddedLatency(b *testing.B) {
 		{name: "copy", argv: []string{os.Args[0], "-test.run=^$"}, env: append(slices.Clone(env), copyRole+"="+strings.Join(server, "\x1f"))},
 		{name: "relay", argv: []string{os.Args[0], "-test.run=^$"}, env: append(slices.Clone(env), relayRole+"="+strings.Join(append([]string{dir}, server...), "\x1f"))},
 		{name: "shm", argv: run, env: baseEnv(root, shm)},
+		{name: "shm-nosandbox", argv: aegisRun(filepath.Join(dir, "aegis-nosandbox.yaml"), "demo", server...), env: baseEnv(root, shm+"-nosandbox")},
 		{name: "disk", argv: run, env: env},
 	}
 	if bin := cCopier(b, dir); bin != "" {
