@@ -3,16 +3,20 @@ package sandbox
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // ProbeKernel returns what the running kernel allows. It reads a few
-// sysctls and asks Landlock its ABI version, once per process; it does not
-// try to create a namespace, so a restriction it cannot see (a seccomp
-// filter of a container) shows when the server starts.
+// sysctls, asks Landlock its ABI version and, when the sysctls allow user
+// namespaces, starts /bin/true in the namespaces a sandbox uses, once per
+// process: a restriction the sysctls do not show (a container's seccomp
+// filter) is then a missing part, which best-effort does without, rather
+// than a server that fails to start.
 func ProbeKernel() Probe { return probeOnce() }
 
 var probeOnce = sync.OnceValue(probeKernel)
@@ -35,7 +39,36 @@ func probeKernel() Probe {
 	if _, err := os.Stat("/proc/self/ns/net"); err != nil {
 		p.Missing[NetNS] = "the kernel has no network namespaces (CONFIG_NET_NS)"
 	}
+	if why := tryNamespaces(); why != "" {
+		// The sysctls allow it, yet it fails: a filter they do not show
+		// (a container's seccomp profile). Without this, best-effort
+		// would fail at the server's start instead of doing without.
+		p.Missing[UserNS] = why
+		p.Missing[MountNS] = "needs a user namespace"
+		p.Missing[NetNS] = "needs a user namespace"
+	}
 	return p
+}
+
+// tryNamespaces starts /bin/true in new user, mount and network
+// namespaces, as the sandbox starts a server, and returns why that fails,
+// or "" if it works (or there is no /bin/true to try with).
+func tryNamespaces() string {
+	const prog = "/bin/true"
+	if _, err := os.Stat(prog); err != nil {
+		return ""
+	}
+	cmd := exec.Command(prog)
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}},
+	}
+	if err := cmd.Run(); err != nil {
+		return "creating user, mount and network namespaces failed (" + err.Error() + "): a filter the sysctls do not show, such as a container's seccomp profile"
+	}
+	return ""
 }
 
 // landlockABI returns the kernel's Landlock ABI version, or 0 and why not.
