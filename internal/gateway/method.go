@@ -148,20 +148,10 @@ func (s *Session) request(ctx context.Context, method string, params []byte, fro
 	if err != nil {
 		return Outcome{Effect: policy.Deny}, err
 	}
-	out := Outcome{Effect: v.Effect, Seq: seq}
 	if fromServer && method == "roots/list" && v.Effect == policy.Allow {
 		s.rootsAsked.Store(true)
 	}
-	switch v.Effect {
-	case policy.Allow:
-		out.Forward = true
-		out.InputResponses = redactedInput(c, &v)
-	case policy.Ask:
-		out.Reason = "aegis: this request needs a person's approval, which this gateway cannot ask for yet: " + v.Reason()
-	default:
-		out.Reason = "aegis denied this request: " + v.Reason()
-	}
-	return out, nil
+	return outcomeOf(c, &v, seq, "request"), nil
 }
 
 // requestCall is the gateway call of a request of method in s's name.
@@ -232,11 +222,7 @@ func (s *Session) Connect(ctx context.Context, c capability.Capability) (Outcome
 	if err != nil {
 		return Outcome{Effect: policy.Deny}, err
 	}
-	out := Outcome{Effect: v.Effect, Seq: seq, Forward: v.Effect == policy.Allow}
-	if !out.Forward {
-		out.Reason = "aegis denied this connection: " + v.Reason()
-	}
-	return out, nil
+	return outcomeOf(call, &v, seq, "connection"), nil
 }
 
 // ConnectRuntime records a sandboxed server's own connection that aegis

@@ -215,19 +215,7 @@ func TestConnect(t *testing.T) {
 		"  - {id: own, effect: allow, server: s, method: egress/connect}\n" +
 		"  - {id: api, effect: allow, host: [api.example.com], port: [443]}\n" +
 		"  - {id: no-meta, effect: deny, host: [\"class:metadata\"]}\n"
-	p, err := policy.Parse("p.yaml", []byte(src), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(p, []*Server{{Name: "s"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &memLog{}
-	s, err := e.NewSession(&SessionConfig{Server: "s", ID: "x", Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, log := recordingSession(t, src)
 	ctx := context.Background()
 	for _, tt := range []struct {
 		c     capability.Capability
@@ -257,7 +245,22 @@ func TestConnect(t *testing.T) {
 // TestConnectRuntime: a connection the server's program needs to start is
 // recorded as allowed under aegis:runtime, whatever the policy.
 func TestConnectRuntime(t *testing.T) {
-	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules: []\n"), nil)
+	s, log := recordingSession(t, "version: 1\nrules: []\n")
+	c := capability.Capability{Kind: capability.NetConnect, Scheme: "https", Host: "registry.npmjs.org", Port: 443}
+	if err := s.ConnectRuntime(context.Background(), c, "its registry"); err != nil {
+		t.Fatal(err)
+	}
+	ent := log.entries[0]
+	if ent.Method != MethodConnect || ent.Decision != "allow" || !slices.Equal(ent.Rules, []string{RuleRuntime}) || ent.Tool != "registry.npmjs.org:443" || len(ent.Caps) != 1 {
+		t.Errorf("recorded %+v", ent)
+	}
+}
+
+// recordingSession is a session of server "s" under the policy src,
+// recording into a memLog.
+func recordingSession(t *testing.T, src string) (*Session, *memLog) {
+	t.Helper()
+	p, err := policy.Parse("p.yaml", []byte(src), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,12 +273,5 @@ func TestConnectRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := capability.Capability{Kind: capability.NetConnect, Scheme: "https", Host: "registry.npmjs.org", Port: 443}
-	if err := s.ConnectRuntime(context.Background(), c, "its registry"); err != nil {
-		t.Fatal(err)
-	}
-	ent := log.entries[0]
-	if ent.Method != MethodConnect || ent.Decision != "allow" || !slices.Equal(ent.Rules, []string{RuleRuntime}) || ent.Tool != "registry.npmjs.org:443" || len(ent.Caps) != 1 {
-		t.Errorf("recorded %+v", ent)
-	}
+	return s, log
 }

@@ -165,23 +165,31 @@ func (s *Session) CallInput(ctx context.Context, tool string, arguments []byte, 
 	if s.logger.Enabled(ctx, slog.LevelInfo) { // off by default: build the record only when logged
 		s.logger.Info("decision", "tool", tool, "decision", v.Effect.String())
 	}
+	out := outcomeOf(c, &v, seq, "call")
+	if out.Forward && !bytes.Equal(v.Arguments, arguments) {
+		// Shaped, in m, which the next call reuses: copied out.
+		out.Arguments = bytes.Clone(v.Arguments)
+	}
+	return out, nil
+}
+
+// outcomeOf is what the relay does with c, whose verdict is v and entry
+// seq: forward it (with the answers a person gave, redacted), or answer
+// it with a reason naming what (a call, a request) was not let through.
+func outcomeOf(c *Call, v *Verdict, seq uint64, what string) Outcome {
 	out := Outcome{Effect: v.Effect, Seq: seq}
 	switch v.Effect {
 	case policy.Allow:
 		out.Forward = true
-		if !bytes.Equal(v.Arguments, arguments) {
-			// Shaped, in m, which the next call reuses: copied out.
-			out.Arguments = bytes.Clone(v.Arguments)
-		}
-		out.InputResponses = redactedInput(c, &v)
+		out.InputResponses = redactedInput(c, v)
 	case policy.Ask:
 		// Approvals (DESIGN.md R21) are not built yet: an ask cannot be
 		// answered, so it is refused, saying so.
-		out.Reason = "aegis: this call needs a person's approval, which this gateway cannot ask for yet: " + v.Reason()
+		out.Reason = "aegis: this " + what + " needs a person's approval, which this gateway cannot ask for yet: " + v.Reason()
 	default:
-		out.Reason = "aegis denied this call: " + v.Reason()
+		out.Reason = "aegis denied this " + what + ": " + v.Reason()
 	}
-	return out, nil
+	return out
 }
 
 // Decide runs c through the same pipeline as [Session.Call] and returns the
