@@ -3,6 +3,9 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,5 +132,31 @@ func TestRelayDecidesServerRequests(t *testing.T) {
 	want := []string{`sampling/createMessage {"messages":[],"maxTokens":9}`, "roots/list ", `sampling/createMessage {"messages":[],"maxTokens":9}`, "roots/list "}
 	if strings.Join(gate.seen, "\n") != strings.Join(want, "\n") {
 		t.Errorf("decided\n%s\nwant\n%s", strings.Join(gate.seen, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestRelayBoundsAnswersToADeafServer: a server that sends requests aegis
+// refuses, and reads nothing, holds at most maxReqs answers (and their
+// goroutines) in the relay; the rest are dropped.
+func TestRelayBoundsAnswersToADeafServer(t *testing.T) {
+	gate := &serverGate{testGate: &testGate{}, refuse: map[string]string{"sampling/createMessage": "no"}}
+	sr, sw := io.Pipe() // nobody reads sr: the server is deaf
+	r := newRelay(context.Background(), io.Discard, sw, gate, options{maxMsg: 1 << 20, maxDepth: 64, maxReqs: 8, log: testLogger(t)})
+	for i := range 50 {
+		line := []byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"sampling/createMessage","params":{}}`)
+		m, err := parseMessage(line, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.serverRequest(line, m) {
+			t.Fatal("a refused request was passed on")
+		}
+	}
+	if n := r.srvAnswering.Load(); n != 8 {
+		t.Errorf("%d answers held for a deaf server, want the bound, 8", n)
+	}
+	sr.Close() // the writes fail; the goroutines end
+	for r.srvAnswering.Load() > 0 {
+		runtime.Gosched()
 	}
 }

@@ -15,17 +15,20 @@ import (
 // tools/call and checking tools/list and tools/call results. See the package
 // documentation for what it guarantees.
 type relay struct {
-	gate     Gate
-	tools    ToolsChecker         // nil if the gate does not check tool lists
-	results  ResultChecker        // nil if the gate does not check results
-	errs     ErrorChecker         // nil if the gate does not check error answers
-	losses   UndeliveredRecorder  // nil if the gate does not record losses
-	srvReqs  ServerRequestChecker // nil if the gate does not decide the server's requests
-	answers  AnswerChecker        // nil if the gate does not check the client's answers to them
-	log      *slog.Logger
-	maxMsg   int
-	maxDepth int
-	maxReqs  int
+	gate    Gate
+	tools   ToolsChecker         // nil if the gate does not check tool lists
+	results ResultChecker        // nil if the gate does not check results
+	errs    ErrorChecker         // nil if the gate does not check error answers
+	losses  UndeliveredRecorder  // nil if the gate does not record losses
+	srvReqs ServerRequestChecker // nil if the gate does not decide the server's requests
+	// srvAnswering counts the answers to refused requests of the server
+	// being written, each by a goroutine of its own; at most maxReqs.
+	srvAnswering atomic.Int32
+	answers      AnswerChecker // nil if the gate does not check the client's answers to them
+	log          *slog.Logger
+	maxMsg       int
+	maxDepth     int
+	maxReqs      int
 
 	callTimeout time.Duration                       // 0: none
 	afterFunc   func(time.Duration, func()) stopper // starts a call's timeout

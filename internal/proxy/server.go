@@ -82,7 +82,19 @@ func (r *relay) serverRequest(line []byte, m message) bool {
 	}
 	r.log.Info("proxy: refused a request of the server", "method", string(m.method))
 	answer := errorResponse(bytes.Clone(m.id), codeRefused, reason)
-	go r.toServer(answer)
+	// Bounded like the client's requests: a server that sends requests
+	// and does not read its input must not make the relay hold one
+	// goroutine per refusal. Past the bound its answers are dropped (it
+	// is not reading them anyway).
+	if r.srvAnswering.Add(1) > int32(r.maxReqs) {
+		r.srvAnswering.Add(-1)
+		r.log.Warn("proxy: dropped the answer to a refused request of the server: too many unwritten", "limit", r.maxReqs)
+		return false
+	}
+	go func() {
+		defer r.srvAnswering.Add(-1)
+		r.toServer(answer)
+	}()
 	return false
 }
 
