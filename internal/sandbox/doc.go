@@ -27,6 +27,8 @@
 //     its runtime, a few devices and /proc/self; TCP connect only to the
 //     proxy's port and no bind (ABI 4); no signals to, and no abstract
 //     sockets of, processes outside the sandbox (ABI 6);
+//   - installs a seccomp filter: no UNIX sockets of its own (socket
+//     files need no grant to be connected to), no io_uring;
 //   - drops every capability, and execve's the server with a minimal
 //     environment, its standard input, output and error untouched (the
 //     pipes or sockets the relay gave it).
@@ -52,6 +54,9 @@
 //   - /proc is granted only as /proc/self of the server's first process:
 //     a child of the server cannot read its own /proc entry.
 //   - Landlock before ABI 9 does not cover connect(2) on named UNIX
-//     sockets: a socket file the grants make visible can be connected to.
-//     /tmp is private, and /run is masked unless a grant lies below it.
+//     sockets, and a socket file needs no grant to be connected to: any
+//     same-user daemon's (tmux, an ssh or gpg agent, docker) would drive
+//     the server out of the sandbox. A seccomp filter therefore refuses
+//     socket(AF_UNIX) (socketpair stays, for a runtime's own children),
+//     io_uring_setup (whose operations pass no filter) and x32's calls.
 package sandbox

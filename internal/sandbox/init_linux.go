@@ -97,6 +97,16 @@ func runInit() error {
 			return err
 		}
 	}
+	// Landlock before ABI 9 does not govern connecting to a socket file,
+	// and no grant is needed to reach one: the server could drive any
+	// same-user daemon listening on one (tmux, an ssh or gpg agent,
+	// docker) out of the sandbox. It may not make UNIX sockets at all
+	// (socketpair, for its own children, stays).
+	if err := denyUnixSockets(); err != nil {
+		if err := fail(UnixSockets, err); err != nil {
+			return err
+		}
+	}
 	dropCapabilities()
 	if p.Dir != "" {
 		if err := os.Chdir(p.Dir); err != nil {

@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // standin runs each probe, written KIND:ARG: read (a file), write (create
-// a file), tcp (connect to an address and read a line), env (a variable).
+// a file), tcp (connect to an address and read a line), unix (the same
+// on a socket file), env (a variable).
 func standin(probes []string) {
 	for _, p := range probes {
 		kind, arg, _ := strings.Cut(p, ":")
@@ -44,6 +45,16 @@ func standin(probes []string) {
 		case "tcp":
 			var c net.Conn
 			c, err = net.DialTimeout("tcp", arg, 2*time.Second)
+			if err == nil {
+				c.SetDeadline(time.Now().Add(2 * time.Second))
+				b := make([]byte, 64)
+				n, rerr := c.Read(b)
+				out, err = strings.TrimSpace(string(b[:n])), rerr
+				c.Close()
+			}
+		case "unix":
+			var c net.Conn
+			c, err = net.DialTimeout("unix", arg, 2*time.Second)
 			if err == nil {
 				c.SetDeadline(time.Now().Add(2 * time.Second))
 				b := make([]byte, 64)

@@ -17,11 +17,12 @@ const (
 	NetNS         Part = "network namespace"
 	LandlockFS    Part = "Landlock file rules"
 	LandlockNet   Part = "Landlock TCP rules (ABI 4)"
+	UnixSockets   Part = "no UNIX sockets of its own (seccomp)"
 	LandlockScope Part = "Landlock signal and abstract-socket scoping (ABI 6)"
 )
 
 // Parts lists every part, in the order they are applied.
-var Parts = []Part{UserNS, MountNS, NetNS, LandlockFS, LandlockNet, LandlockScope}
+var Parts = []Part{UserNS, MountNS, NetNS, LandlockFS, LandlockNet, LandlockScope, UnixSockets}
 
 // Missing is a part the sandbox could not apply, and why.
 type Missing struct {

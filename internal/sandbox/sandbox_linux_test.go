@@ -179,6 +179,24 @@ func TestSandbox(t *testing.T) {
 		}
 	}()
 	t.Setenv("AEGIS_SECRET_TOKEN", "s3cret")
+	// A same-user daemon's socket file outside every grant (a tmux, an
+	// ssh-agent): connecting needs no grant under Landlock before ABI 9.
+	sock, err := net.Listen("unix", f.path("outside/agent.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	go func() {
+		for {
+			c, err := sock.Accept()
+			if err != nil {
+				return
+			}
+			reached <- struct{}{}
+			c.Write([]byte("daemon\n"))
+			c.Close()
+		}
+	}()
 
 	spec := f.spec(Required)
 	proxy := "127.0.0.1:" + strconv.Itoa(DefaultProxyPort)
@@ -205,6 +223,7 @@ func TestSandbox(t *testing.T) {
 		{"a loopback port outside the namespace", "tcp:" + outside.Addr().String(), "EACCES"},
 		{"another port inside the namespace", "tcp:127.0.0.1:1", "EACCES"},
 		{"the outside world", "tcp:192.0.2.1:80", "EACCES"},
+		{"a daemon's socket file outside the grants", "unix:" + f.path("outside/agent.sock"), "EACCES"},
 	}
 	var probes []string
 	for _, tc := range tests {
