@@ -42,19 +42,9 @@ func standin(probes []string) {
 			out = strings.TrimSpace(string(b))
 		case "write":
 			err = os.WriteFile(arg, []byte("x"), 0o600)
-		case "tcp":
+		case "tcp", "unix":
 			var c net.Conn
-			c, err = net.DialTimeout("tcp", arg, 2*time.Second)
-			if err == nil {
-				c.SetDeadline(time.Now().Add(2 * time.Second))
-				b := make([]byte, 64)
-				n, rerr := c.Read(b)
-				out, err = strings.TrimSpace(string(b[:n])), rerr
-				c.Close()
-			}
-		case "unix":
-			var c net.Conn
-			c, err = net.DialTimeout("unix", arg, 2*time.Second)
+			c, err = net.DialTimeout(kind, arg, 2*time.Second)
 			if err == nil {
 				c.SetDeadline(time.Now().Add(2 * time.Second))
 				b := make([]byte, 64)
