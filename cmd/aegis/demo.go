@@ -74,6 +74,9 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) error {
 		{Tool: "fetch", Args: map[string]any{"url": "http://0xA9FEA9FE/latest/meta-data/"}},
 		{Tool: "ask_model", Args: map[string]any{"question": "hi"}},
 		{Resource: "file://" + filepath.Join(home, ".ssh/id_rsa")},
+		// Allowed: its arguments name nothing. What it does on its own is
+		// the sandbox's to stop (Linux); elsewhere it reads the fake key.
+		{Tool: "status", Args: map[string]any{}},
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,7 @@ servers:
 	"bindings.yaml": `version: 1
 tools:
   echo: {tier: read-only}
+  status: {tier: read-only}
   read_file:
     tier: data-read
     args: [{pointer: /path, kind: fs.read}]
@@ -30,7 +31,7 @@ tools:
 `,
 	"policy.yaml": `version: 1
 rules:
-  - {id: demo-tools, effect: allow, server: demo, tool: [echo, read_file, fetch]}
+  - {id: demo-tools, effect: allow, server: demo, tool: [echo, read_file, fetch, status]}
   - {id: demo-resources, effect: allow, server: demo, method: resources/read}
   - {id: projects, effect: allow, capability: fs.read, path_under: "~/projects"}
   - {id: no-ssh, effect: deny, reason: "SSH keys are off limits", capability: [fs.read, fs.write], path_under: "~/.ssh"}
