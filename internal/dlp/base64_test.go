@@ -329,9 +329,21 @@ func FuzzBase64Spellings(f *testing.F) {
 				continue // too long or deep for the default limits
 			}
 			found := ScanValue(d.Root(), nil)
+			// A spelling that puts bytes around the run (a sentence, a
+			// URL, a key=, letters glued on) changes what the decoded
+			// text's first and last tokens read as, and so may change
+			// a finding's kind ("aws_secret_access_key = …" read as a
+			// configuration secret, or the key itself as an AWS key):
+			// there a finding of any kind is enough. The others find
+			// the same kinds.
+			context := strings.Contains(sp.name, "sentence") || strings.Contains(sp.name, "URL query") ||
+				strings.Contains(sp.name, "key=") || strings.Contains(sp.name, "glued")
+			atT := func(l Located) bool { return l.Pointer == "/t" }
+			if context && !slices.ContainsFunc(found, atT) {
+				t.Errorf("%s of %q: found %v, want a finding at /t", sp.name, plain, found)
+			}
 			for _, fd := range fs {
-				if !slices.ContainsFunc(found, func(l Located) bool { return l.Kind == fd.Kind && l.Pointer == "/t" }) &&
-					!strings.Contains(sp.name, "sentence") && !strings.Contains(sp.name, "URL query") && !strings.Contains(sp.name, "key=") {
+				if !context && !slices.ContainsFunc(found, func(l Located) bool { return l.Kind == fd.Kind && l.Pointer == "/t" }) {
 					t.Errorf("%s of %q: found %v, want %s at /t", sp.name, plain, found, fd.Kind)
 				}
 			}
