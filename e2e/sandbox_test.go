@@ -21,7 +21,10 @@ import (
 // run with a policy that allows its tool. Without the sandbox it gets all
 // three (the control); under `sandbox: required` the key and the
 // configuration are not there and the loopback listener is never
-// reached, while the file the policy could allow still reads.
+// reached, while the file the policy could allow still reads. With the
+// tool set to run_unbound, its calls run in the server's unbound twin,
+// even with the server's own sandbox off: there no file reads at all, the
+// allowed one neither, and the listener is not reached (R29).
 func TestSandboxServerOnItsOwn(t *testing.T) {
 	needNode(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -43,15 +46,20 @@ func TestSandboxServerOnItsOwn(t *testing.T) {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	const secret = "e2e-sandbox-FAKE-KEY"
 	for _, tt := range []struct {
-		mode    string
-		wantKey bool
-	}{{"off", true}, {"required", false}} {
-		t.Run(tt.mode, func(t *testing.T) {
+		name, mode string
+		runUnbound bool
+		wantKey    bool
+	}{
+		{"off", "off", false, true},
+		{"required", "required", false, false},
+		{"run_unbound", "off", true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			home := tempDir(t)
 			aegisHome := filepath.Join(home, ".local/state/aegis")
 			config := filepath.Join(home, ".config/aegis/aegis.yaml")
 			writeFiles(t, home, map[string]string{
-				".config/aegis/aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  peek: {schema: off, sandbox: " + tt.mode + ", dlp: {off: true}}\n",
+				".config/aegis/aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  peek: {schema: off, sandbox: " + tt.mode + ", dlp: {off: true}, tools: {peek: {run_unbound: " + strconv.FormatBool(tt.runUnbound) + "}}}\n",
 				".config/aegis/policy.yaml": "version: 1\nrules:\n" +
 					"  - {id: peek, effect: allow, server: peek, tool: peek, unbound: true}\n" +
 					"  - {id: projects, effect: allow, capability: fs.read, path_under: " + filepath.Join(home, "projects") + "}\n" +
@@ -74,12 +82,16 @@ func TestSandboxServerOnItsOwn(t *testing.T) {
 			if dialed != tt.wantKey {
 				t.Errorf("the loopback listener outside was reached: %v, want %v:\n%s", dialed, tt.wantKey, out)
 			}
-			if !strings.Contains(out, allowedText) {
-				t.Errorf("the file the policy allows did not read:\n%s", out)
+			if got := strings.Contains(out, allowedText); got == tt.runUnbound {
+				t.Errorf("the file the policy allows read: %v, want %v:\n%s", got, !tt.runUnbound, out)
 			}
 			t.Logf("the server says:\n%s", out)
-			if !tt.wantKey && !strings.Contains(r.Stderr, `sandbox: mode=required applied=true`) {
-				t.Errorf("aegis did not say which sandbox it applied:\n%s", r.Stderr)
+			say := `server "peek" sandbox: mode=required applied=true`
+			if tt.runUnbound {
+				say = `server "peek" unbound twin sandbox: mode=required applied=true`
+			}
+			if !tt.wantKey && !strings.Contains(r.Stderr, say) {
+				t.Errorf("aegis did not say which sandbox it applied (%s):\n%s", say, r.Stderr)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
@@ -162,26 +163,26 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "aegis: server %q: no sandbox: the policy is in shadow mode\n", name)
 		relay.Sandbox = sandbox.Off
 	}
+	// The kernel holds the server to what the policy could allow (R29):
+	// the trees any rule could grant it, with aegis's own paths and the
+	// unconditional denials hidden.
+	reach := cfg.Policy.FileReach(name)
+	// aegis's own files are hidden, but for its executable, which a server
+	// may be (the demo server) or run: read-only.
+	masked, readOnly := sandboxProtected(cfg.Protected)
+	spec := &sandbox.Spec{
+		Mode: relay.Sandbox,
+		Read: reach.Read, Write: reach.Write,
+		// The server's own allowed directories, which it walks.
+		List:     bases,
+		Masked:   append(reach.Masked, masked...),
+		ReadOnly: append(reach.ReadOnly, readOnly...), Conditional: reach.Conditional,
+		Env: relay.Env,
+		// The server's one way out: aegis's egress proxy, which decides
+		// each connection at dial time.
+		Network: sandbox.ProxyNetwork,
+	}
 	if relay.Sandbox != sandbox.Off {
-		// The kernel holds the server to what the policy could allow
-		// (R29): the trees any rule could grant it, with aegis's own
-		// paths and the unconditional denials hidden.
-		reach := cfg.Policy.FileReach(name)
-		// aegis's own files are hidden, but for its executable, which a
-		// server may be (the demo server) or run: read-only.
-		masked, readOnly := sandboxProtected(cfg.Protected)
-		spec := &sandbox.Spec{
-			Mode: relay.Sandbox,
-			Read: reach.Read, Write: reach.Write,
-			// The server's own allowed directories, which it walks.
-			List:     bases,
-			Masked:   append(reach.Masked, masked...),
-			ReadOnly: append(reach.ReadOnly, readOnly...), Conditional: reach.Conditional,
-			Env: relay.Env,
-			// The server's one way out: aegis's egress proxy, which
-			// decides each connection at dial time.
-			Network: sandbox.ProxyNetwork,
-		}
 		var sb *sandbox.Sandbox
 		if cmd, sb, err = sandbox.Command(spec, fs.Args()); err != nil {
 			return fmt.Errorf("server %q: %w", name, err)
@@ -197,6 +198,13 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			go ep.Serve(ln)
 			defer ep.Close()
 		}
+	}
+	var twin func() (*exec.Cmd, func(), error)
+	if unboundTools(eng.Server(name)) {
+		// The tools marked unbound run in a second instance of the server
+		// with no file or network authority at all (R29), whatever the
+		// server's own sandbox setting: started on the first such call.
+		twin = unboundTwin(name, spec.Unbound(), fs.Args(), stderr)
 	}
 	if in, ok := stdin.(*os.File); ok {
 		if out, ok := stdout.(*os.File); ok {
@@ -215,6 +223,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		StderrLogBytes:  relay.StderrLogBytes,
 		Stderr:          stderr,
 		Logger:          logger,
+		Twin:            twin,
 	})
 	// The server's own exit status is aegis's, so that the client sees
 	// how its server ended.
@@ -224,6 +233,38 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return exitError{ee.ExitCode()}
 	}
 	return err
+}
+
+// unboundTools reports whether any tool of srv runs unbound.
+func unboundTools(srv *gateway.Server) bool {
+	for _, t := range srv.Tools {
+		if t != nil && t.RunUnbound {
+			return true
+		}
+	}
+	return false
+}
+
+// unboundTwin returns what starts the server's unbound twin in spec, a
+// sandbox that must apply whole: said on stderr, as the server's is.
+func unboundTwin(name string, spec *sandbox.Spec, argv []string, stderr io.Writer) func() (*exec.Cmd, func(), error) {
+	return func() (*exec.Cmd, func(), error) {
+		cmd, sb, err := sandbox.Command(spec, argv)
+		if err != nil {
+			fmt.Fprintf(stderr, "aegis: server %q: no unbound twin: %v\n", name, err)
+			return nil, nil, err
+		}
+		rep := sb.Report()
+		fmt.Fprintf(stderr, "aegis: server %q unbound twin sandbox: %s\n", name, rep.String())
+		return cmd, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if _, err := sb.Ready(ctx); err != nil {
+				fmt.Fprintf(stderr, "aegis: server %q: unbound twin: %v\n", name, err)
+			}
+			sb.Close()
+		}, nil
+	}
 }
 
 // sandboxProtected splits aegis's protected paths for the sandbox: the

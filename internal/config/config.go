@@ -192,6 +192,10 @@ type fileTool struct {
 	Untrusted       bool                  `yaml:"untrusted"`
 	AllowUnattended bool                  `yaml:"allow_unattended"`
 	IDs             []fileIDSource        `yaml:"ids"`
+	// RunUnbound runs the tool's allowed calls in the server's unbound
+	// twin (gateway.Tool.RunUnbound). Not the policy's `unbound`, which
+	// matches tools that have no binding.
+	RunUnbound bool `yaml:"run_unbound"`
 }
 
 func (*fileTool) YAMLName() string { return "tool" }
@@ -648,6 +652,7 @@ func tools(name string, in map[string]*fileTool) (map[string]*gateway.Tool, erro
 			Open:            ft.Open,
 			Untrusted:       ft.Untrusted,
 			AllowUnattended: ft.AllowUnattended,
+			RunUnbound:      ft.RunUnbound,
 			Caps:            session.Limits{PerTurn: ft.Caps.PerTurn, PerMinute: ft.Caps.PerMinute, PerSession: ft.Caps.PerSession},
 		}
 		if ft.Caps.PerTurn < 0 || ft.Caps.PerMinute < 0 || ft.Caps.PerSession < 0 {

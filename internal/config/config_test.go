@@ -211,6 +211,24 @@ func TestMethods(t *testing.T) {
 	}
 }
 
+// TestRunUnbound: run_unbound reaches the tool's configuration; it is a
+// tool's setting, not a method's.
+func TestRunUnbound(t *testing.T) {
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs:\n    tools:\n      render: {run_unbound: true}\n      read: {untrusted: true}\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := cfg.Servers[0].Tools
+	if !tools["render"].RunUnbound || tools["read"].RunUnbound {
+		t.Errorf("run_unbound: render %v, read %v; want true, false", tools["render"].RunUnbound, tools["read"].RunUnbound)
+	}
+	_, err = Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs:\n    methods:\n      resources/read: {run_unbound: true}\n"), read)
+	if err == nil || !strings.Contains(err.Error(), "run_unbound") {
+		t.Errorf("run_unbound under methods: error %v, want one naming it", err)
+	}
+}
+
 // TestCaseInsensitive: a server's volume ignores case as the file says;
 // unsaid, a local server's does on macOS only, and a remote one's does not.
 func TestCaseInsensitive(t *testing.T) {

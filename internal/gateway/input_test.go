@@ -215,3 +215,33 @@ func TestAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestRunUnbound: a call of a tool set to run unbound is forwarded to the
+// twin only when the policy lets it through; a refused one is refused,
+// and a tool not so set runs in the server.
+func TestRunUnbound(t *testing.T) {
+	s, _ := inputSession(t, dlp.Actions{}, t.TempDir())
+	s.srv.Tools["deploy"].RunUnbound = true
+	s.srv.Tools["wipe"].RunUnbound = true
+	for _, tt := range []struct {
+		tool                string
+		forward, runUnbound bool
+	}{
+		{"deploy", true, true},
+		{"wipe", false, false},   // denied: nothing to run anywhere
+		{"deploy", false, false}, // over its cap
+	} {
+		o, err := s.Call(context.Background(), tt.tool, []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Forward != tt.forward || o.RunUnbound != tt.runUnbound {
+			t.Errorf("%s: forward %v run unbound %v, want %v %v", tt.tool, o.Forward, o.RunUnbound, tt.forward, tt.runUnbound)
+		}
+	}
+	s.srv.Tools["deploy"].RunUnbound = false
+	s2, _ := inputSession(t, dlp.Actions{}, t.TempDir())
+	if o, err := s2.Call(context.Background(), "deploy", []byte(`{}`)); err != nil || !o.Forward || o.RunUnbound {
+		t.Errorf("deploy, not set to run unbound: %+v %v, want forwarded to the server", o, err)
+	}
+}

@@ -141,6 +141,9 @@ type Outcome struct {
 	Reason string
 	// Seq is the call's entry in the chain; 0 when nothing was recorded.
 	Seq uint64
+	// RunUnbound says that a forwarded call is to run in the server's unbound
+	// twin, not in the server ([Tool.RunUnbound]).
+	RunUnbound bool
 }
 
 // Call runs tool with arguments, as the model wrote them, through the
@@ -166,6 +169,9 @@ func (s *Session) CallInput(ctx context.Context, tool string, arguments []byte, 
 		s.logger.Info("decision", "tool", tool, "decision", v.Effect.String())
 	}
 	out := outcomeOf(c, &v, seq, "call")
+	if t := s.srv.Tools[tool]; out.Forward && t != nil && t.RunUnbound {
+		out.RunUnbound = true
+	}
 	if out.Forward && !bytes.Equal(v.Arguments, arguments) {
 		// Shaped, in m, which the next call reuses: copied out.
 		out.Arguments = bytes.Clone(v.Arguments)

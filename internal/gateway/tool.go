@@ -38,6 +38,12 @@ type Tool struct {
 	// AllowUnattended lets an ask in an unattended session wait for a
 	// person; without it, ask is declined at once there (R19).
 	AllowUnattended bool
+	// RunUnbound runs the tool's calls that the policy lets through in the
+	// server's unbound twin (R29): a second instance of the server with no
+	// file or network authority at all, so that whatever the arguments
+	// say, the call can compute and answer but reach nothing. Where no
+	// twin can be started the calls are refused.
+	RunUnbound bool
 	// IDs are the fields of this tool's results that yield ids for
 	// provenance (R16).
 	IDs []IDSource

@@ -168,6 +168,9 @@ func (r *relay) forwardRequest(line []byte, m message) {
 		r.toClient(errorResponse(m.id, code, err.Error()))
 		return
 	}
+	if r.twin != nil && string(m.method) == "initialize" && m.params.ok() {
+		r.twin.sawInitialize(m.params.of(line))
+	}
 	r.toServer(line)
 }
 
@@ -388,6 +391,10 @@ func (r *relay) decide(p *pendingCall) {
 		}
 		return
 	}
+	if v.RunUnbound {
+		r.runUnbound(req, msg)
+		return
+	}
 	r.smu.Lock()
 	r.mu.Lock()
 	if gone := r.gone; gone != nil {
@@ -497,6 +504,13 @@ func (r *relay) forwardCancel(line []byte, m message) {
 			req.cancelled = true
 			req.held = append(req.held, bytes.Clone(line))
 			req.cancel()
+			r.mu.Unlock()
+			return
+		} else if req != nil && req.unbound {
+			// The twin's call is cancelled there; the server never saw it.
+			req.cancelled = true
+			req.unbind()
+			delete(r.inflight, key)
 			r.mu.Unlock()
 			return
 		} else if req != nil {

@@ -83,6 +83,10 @@ type Verdict struct {
 	// (secrets redacted from the answers). It MUST be a JSON object, and
 	// the call MUST have had inputResponses.
 	InputResponses json.RawMessage
+	// RunUnbound runs a forwarded tools/call in the server's unbound twin
+	// ([Options.Twin]) instead of the server. Where there is no twin the
+	// call is refused.
+	RunUnbound bool
 }
 
 // ToolsChecker is implemented by a [Gate] that looks into tools/list

@@ -24,6 +24,7 @@ type testGate struct {
 	entered chan struct{}     // if non-nil, Call sends on it first
 	err     error
 	args    json.RawMessage // replacement arguments
+	unbound map[string]bool // tools whose calls run unbound
 	mu      sync.Mutex
 	calls   []*Call
 	ctxErr  []error // ctx.Err() after each Call returned
@@ -56,7 +57,7 @@ func (g *testGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	if reason, ok := g.deny[key]; ok {
 		return Verdict{Reason: reason}, nil
 	}
-	return Verdict{Forward: true, Arguments: g.args}, nil
+	return Verdict{Forward: true, Arguments: g.args, RunUnbound: g.unbound[c.Tool]}, nil
 }
 
 func (g *testGate) seen() []*Call {

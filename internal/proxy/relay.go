@@ -65,6 +65,8 @@ type relay struct {
 	// the gate checks answers (answer.go).
 	asked map[string]string
 
+	twin *twin // nil: unbound calls are refused
+
 	idle     chan *reading  // readers waiting to take over the client's input
 	handoff  handoff        // the standby reader's
 	gates    sync.WaitGroup // gate goroutines, until they have written
@@ -97,8 +99,10 @@ type request struct {
 	class     class
 	call      *Call // requests the gate decides only
 	forwarded bool
-	cancelled bool     // the client sent notifications/cancelled for it
-	held      [][]byte // messages to forward right after the call (its cancellation)
+	unbound   bool               // forwarded to the unbound twin, not the server
+	unbind    context.CancelFunc // cancels an unbound call at the twin
+	cancelled bool               // the client sent notifications/cancelled for it
+	held      [][]byte           // messages to forward right after the call (its cancellation)
 	cancel    context.CancelFunc
 	timer     stopper // the call's timeout, once forwarded; nil if none
 }

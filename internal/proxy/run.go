@@ -54,6 +54,16 @@ type Options struct {
 	// Logger receives the relay's log lines (never message contents). Nil
 	// discards them.
 	Logger *slog.Logger
+
+	// Twin starts the server's unbound twin (DESIGN.md R29), where the
+	// calls a gate marks [Verdict.RunUnbound] run: a second instance of the
+	// server with no file or network authority. It returns the command,
+	// not started, with Stdin, Stdout and Stderr nil, and what to call once
+	// it has exited. Run calls it once, when the first such call is let
+	// through, mirrors the client's initialize to it, and shuts it down as
+	// it shuts the server down; its stderr joins the server's. Nil: such
+	// calls are refused.
+	Twin func() (cmd *exec.Cmd, done func(), err error)
 }
 
 // DefaultMaxMessageBytes is the default cap on one message.
@@ -211,6 +221,12 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight,
 		callTimeout: opts.CallTimeout, log: opts.Logger,
 	})
+	if opts.Twin != nil {
+		r.twin = newTwin(opts.Twin, stderr, r.toClient, options{
+			maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, log: opts.Logger,
+		}, opts.ShutdownGrace)
+		defer r.twin.close()
+	}
 
 	exited := make(chan struct{})
 	go func() {

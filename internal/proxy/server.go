@@ -127,7 +127,9 @@ func (r *relay) take(key string) *request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	req := r.inflight[key]
-	if req == nil || !req.forwarded {
+	if req == nil || !req.forwarded || req.unbound {
+		// An unbound call is the twin's to answer: the server answering
+		// its id is forging.
 		return nil
 	}
 	r.stopTimeout(req)

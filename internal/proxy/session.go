@@ -60,7 +60,7 @@ func (g sessionGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	if err == nil && o.Forward {
 		g.seqs.put(c, o.Seq)
 	}
-	return Verdict{Forward: o.Forward, Arguments: o.Arguments, InputResponses: o.InputResponses, Reason: o.Reason}, err
+	return Verdict{Forward: o.Forward, Arguments: o.Arguments, InputResponses: o.InputResponses, Reason: o.Reason, RunUnbound: o.RunUnbound}, err
 }
 
 // Undelivered records, in the chain, a call the relay let through that got

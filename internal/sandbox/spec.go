@@ -70,11 +70,13 @@ type Spec struct {
 }
 
 // Unbound returns the spec of the twin that runs a tool unbound (R29): no
-// file authority beyond its program and runtime, no network at all, and
-// the same masks.
+// file authority beyond its program and runtime (not even the names in
+// List), no network at all, the same masks, and nothing less than all of
+// it: its Mode is [Required].
 func (s *Spec) Unbound() *Spec {
 	u := *s
-	u.Read, u.Write, u.Conditional = nil, nil, nil
+	u.Mode = Required
+	u.Read, u.Write, u.List, u.Conditional = nil, nil, nil, nil
 	u.Network = NoNetwork
 	u.Masked = slices.Clone(s.Masked)
 	u.ReadOnly = slices.Clone(s.ReadOnly)
