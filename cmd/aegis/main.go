@@ -34,6 +34,8 @@ const usage = `usage:
   aegis envelope [--server NAME] SEQ       the redacted input of one recorded call
   aegis pins [list|accept|forget] [--server NAME] [TOOL...]
                                             the pinned tool definitions; accept a held tool
+  aegis approvals [list|show|approve|deny] [--scope call|session] [ID]
+                                            the calls waiting for a person; answer one
   aegis bindings [NAME]                     print the curated binding tables
   aegis version                             print the version
 `
@@ -95,6 +97,8 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdPins(rest, stdout, stderr)
 	case "bindings":
 		err = cmdBindings(rest, stdout)
+	case "approvals":
+		err = cmdApprovals(rest, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "aegis %s\n", version)
 	case "help", "-h", "--help", "-help":

@@ -14,9 +14,11 @@ import (
 	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
@@ -134,9 +136,21 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A call the policy asks about waits for a person, who answers with
+	// `aegis approvals` from another terminal (R21).
+	approvals, err := approval.Open(state.Approvals(), nil)
+	if err != nil {
+		return err
+	}
+	defer approvals.Close()
+	lane := ""
+	if ln.N > 1 {
+		lane = strconv.Itoa(ln.N)
+	}
 	sc := &gateway.SessionConfig{
 		Server: name, ID: *session, Principal: *principal, Roles: roles, Origin: origin,
 		Pins: pins, Log: log, Logger: logger, Notify: stderr,
+		Approvals: &gateway.Approvals{Store: approvals, Timeout: cfg.ApprovalTimeout, Lane: lane},
 	}
 	if cfg.Envelopes {
 		envs, err := envelope.Open(state.Envelopes(name), cfg.EnvelopeRetention)

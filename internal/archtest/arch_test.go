@@ -71,6 +71,7 @@ var levels = map[string]int{
 	"internal/envelope":    1,
 	"internal/record":      1,
 	"internal/chain":       1,
+	"internal/approval":    1, // the questions put to a person, in a store processes share
 	"internal/sandbox":     1, // namespaces and Landlock around a server's process: syscalls, no policy
 	// 2: the pipeline.
 	"internal/gateway": 2,

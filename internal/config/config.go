@@ -67,10 +67,20 @@ type fileDoc struct {
 	Limits  fileLimits             `yaml:"limits"`
 	// Envelopes configures the envelope store (DESIGN.md R23).
 	Envelopes *fileEnvelopes `yaml:"envelopes"`
+	// Approvals configures how an ask waits for a person (R21).
+	Approvals *fileApprovals `yaml:"approvals"`
 	// Principals holds attributes of principals, the sources of identity
 	// fields: principals: {alice: {account: alice@corp.example}}.
 	Principals map[string]map[string]string `yaml:"principals"`
 }
+
+type fileApprovals struct {
+	Pos strictyaml.Pos `yaml:"-"`
+	// Timeout is how long a held call waits for a person's answer.
+	Timeout string `yaml:"timeout"`
+}
+
+func (*fileApprovals) YAMLName() string { return "approvals" }
 
 type fileEnvelopes struct {
 	Pos       strictyaml.Pos `yaml:"-"`
@@ -259,6 +269,9 @@ type Config struct {
 	PolicyFile string
 	// Principals holds the attributes of principals.
 	Principals map[string]map[string]string
+	// ApprovalTimeout is how long a call the policy asks about waits for
+	// a person's answer.
+	ApprovalTimeout time.Duration
 	// Envelopes says whether each call's envelope is kept, and for how
 	// long (0: until deleted by hand).
 	Envelopes         bool
@@ -411,6 +424,15 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			}
 			c.EnvelopeRetention = d
 		}
+	}
+
+	c.ApprovalTimeout = gateway.DefaultApprovalTimeout
+	if a := doc.Approvals; a != nil && a.Timeout != "" {
+		d, err := time.ParseDuration(a.Timeout)
+		if err != nil || d < time.Second || d > 24*time.Hour {
+			return nil, strictyaml.ErrorAt(a.Pos, "approvals: timeout %q: want a duration from 1s to 24h (90s, 5m)", a.Timeout)
+		}
+		c.ApprovalTimeout = d
 	}
 
 	c.PolicyOptions = &policy.Options{Home: c.Home}

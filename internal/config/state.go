@@ -80,6 +80,10 @@ func (s State) Envelopes(server string) string {
 
 // Logs is the directory of the servers' stderr logs, and StderrLog one
 // server's.
+// Approvals is the store of the questions put to a person (R21), which
+// `aegis run` holds calls on and `aegis approvals` answers.
+func (s State) Approvals() string { return filepath.Join(string(s), "approvals.db") }
+
 func (s State) Logs() string                   { return filepath.Join(string(s), "logs") }
 func (s State) StderrLog(server string) string { return filepath.Join(s.Logs(), server+".stderr.log") }
 

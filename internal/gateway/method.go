@@ -151,7 +151,13 @@ func (s *Session) request(ctx context.Context, method string, params []byte, fro
 	if fromServer && method == "roots/list" && v.Effect == policy.Allow {
 		s.rootsAsked.Store(true)
 	}
-	return outcomeOf(c, &v, seq, "request"), nil
+	out := outcomeOf(c, &v, seq, "request")
+	if v.Effect == policy.Ask && s.cfg.Approvals != nil && !fromServer {
+		// The server's requests are decided on the goroutine that reads
+		// the server: they are not held.
+		return s.approve(ctx, c, &v, seq, "request", out)
+	}
+	return out, nil
 }
 
 // requestCall is the gateway call of a request of method in s's name.

@@ -195,6 +195,33 @@ func (r *recorder) runtime(ctx context.Context, c *Call, cp capability.Capabilit
 	return nil
 }
 
+// approval records what became of an ask (approve.go): the call's axes
+// and capabilities, rule [RuleApproval], decision allow when the held call
+// goes on and deny when it does not, and reason, which names the ask's
+// entry and who answered through what.
+func (r *recorder) approval(ctx context.Context, c *Call, v *Verdict, decision policy.Effect, reason string) error {
+	if r.Log == nil {
+		return nil
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	e := r.callEntry(c, now())
+	e.Caps = record.CapsOf(v.Caps)
+	e.Bound = v.Bound
+	if v.Bound {
+		e.Tier = v.Tier.String()
+	}
+	e.Decision = decision.String()
+	e.Rules = []string{RuleApproval}
+	e.Reason = reason
+	if _, _, err := r.Log.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording an approval: %w", err)
+	}
+	return nil
+}
+
 // refused is the verdict of a call whose decision could not be recorded.
 func refused(v *Verdict) Verdict {
 	out := deny(fmt.Errorf("the decision could not be recorded, so the call is refused"))

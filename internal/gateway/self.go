@@ -84,6 +84,12 @@ func (e *Engine) selfCheck(caps []capability.Capability, fold bool) error {
 	}
 	for i := range caps {
 		c := &caps[i]
+		if c.Kind == capability.Exec {
+			if err := e.selfExec(c); err != nil {
+				return err
+			}
+			continue
+		}
 		if c.Kind != capability.FSRead && c.Kind != capability.FSWrite {
 			continue
 		}
@@ -114,6 +120,33 @@ func (e *Engine) selfCheck(caps []capability.Capability, fold bool) error {
 			}
 			if c.Subtree && under(pp, p) {
 				return refusal(RuleSelf, "%s %s and everything under it would reach %s, aegis's own (its configuration, policy, bindings or state), which no wrapped server may read", c.Kind, c.Path, own)
+			}
+		}
+	}
+	return nil
+}
+
+// selfExec refuses an exec of aegis itself (a model that can run `aegis
+// approvals approve` answers its own questions; `aegis pins accept`
+// accepts its own tool) and of a simple command naming one of aegis's
+// paths as an argument (`sqlite3 ~/.local/state/aegis/approvals.db`,
+// `cp x .../policy.yaml`). An arbitrary shell command is not read: a
+// policy that allows one allows everything (docs/design/threat-model.md).
+func (e *Engine) selfExec(c *capability.Capability) error {
+	if c.Shell {
+		return nil
+	}
+	if path.Base(c.Program) == "aegis" || slices.Contains(e.protected, path.Clean(c.Program)) {
+		return refusal(RuleSelf, "exec %s runs aegis itself, which no wrapped server may (it could answer aegis's questions or accept its pins)", c.Program)
+	}
+	for _, w := range c.Argv[min(1, len(c.Argv)):] {
+		if w == "" || w[0] != '/' {
+			continue
+		}
+		p := path.Clean(w)
+		for _, pp := range e.protected {
+			if capability.PathUnder(p, pp) {
+				return refusal(RuleSelf, "exec %s names %s, which reaches aegis's own %s (its configuration, policy, bindings or state)", c.Program, w, pp)
 			}
 		}
 	}

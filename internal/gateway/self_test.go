@@ -348,3 +348,35 @@ func TestRecheckAppliesSelf(t *testing.T) {
 		t.Errorf("recheck of another file: %s by %v, want allow", v.Effect, v.Rules())
 	}
 }
+
+// TestSelfExec: a simple command that runs aegis, or names one of its
+// paths, is refused; other commands, and a listing of a parent, are not.
+func TestSelfExec(t *testing.T) {
+	w := newSelfWorld(t)
+	e := selfEngine(t, w, "enforce", w.home)
+	exec := func(argv ...string) capability.Capability {
+		return capability.Capability{Kind: capability.Exec, Program: argv[0], Argv: argv}
+	}
+	for _, tt := range []struct {
+		name string
+		cap  capability.Capability
+		deny bool
+	}{
+		{"aegis approvals approve", exec("aegis", "approvals", "approve", "3f2a"), true},
+		{"aegis by path", exec("/usr/local/bin/aegis", "pins", "accept", "x"), true},
+		{"sqlite3 on the approvals", exec("sqlite3", w.state+"/approvals.db", "update approvals set state='approved'"), true},
+		{"cp over the policy", exec("cp", "/tmp/p.yaml", w.policy), true},
+		{"cat the key by ..", exec("cat", w.home+"/projects/../.local/state/aegis/chain/fs/chain.key"), true},
+		{"git status", exec("git", "status"), false},
+		{"ls home", exec("ls", w.home), false},
+		{"a name that starts like the state", exec("cat", w.state+"-old/x"), false},
+		{"arbitrary shell is not read", capability.Capability{Kind: capability.Exec, Shell: true, Command: "aegis approvals approve 3f2a"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := e.selfCheck([]capability.Capability{tt.cap}, false)
+			if (err != nil) != tt.deny {
+				t.Errorf("selfCheck = %v, want refused %v", err, tt.deny)
+			}
+		})
+	}
+}

@@ -40,6 +40,9 @@ type Session struct {
 	// roots/list (Call.RootsAsked).
 	rootsAsked atomic.Bool
 
+	// grants are the approvals given for the rest of the session.
+	grants grants
+
 	// mem lends each call's check its storage, taken back when Call
 	// returns: what Call returns is copied out of it.
 	mem sync.Pool
@@ -79,6 +82,11 @@ type SessionConfig struct {
 	Notify io.Writer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Approvals, if set, holds each call and request the policy answers
+	// ask until a person answers it (R21); nil refuses them, saying a
+	// person's approval is needed. The server's own requests are never
+	// held: they are refused.
+	Approvals *Approvals
 }
 
 // NewSession returns the pipeline of cfg.Server under e.
@@ -169,6 +177,11 @@ func (s *Session) CallInput(ctx context.Context, tool string, arguments []byte, 
 		s.logger.Info("decision", "tool", tool, "decision", v.Effect.String())
 	}
 	out := outcomeOf(c, &v, seq, "call")
+	if v.Effect == policy.Ask && s.cfg.Approvals != nil {
+		if out, err = s.approve(ctx, c, &v, seq, "call", out); err != nil {
+			return Outcome{Effect: policy.Deny}, err
+		}
+	}
 	if t := s.srv.Tools[tool]; out.Forward && t != nil && t.RunUnbound {
 		out.RunUnbound = true
 	}

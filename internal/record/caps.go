@@ -2,6 +2,8 @@ package record
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 )
@@ -54,4 +56,30 @@ func AppendCapabilities(dst []capability.Capability, cs []Cap) ([]capability.Cap
 		}
 	}
 	return dst, nil
+}
+
+// Text is the capability as a person reads it: "fs.write /home/a/x",
+// "net.connect https://h:443/ (host h, port 443)", "exec git status".
+func (c *Cap) Text() string {
+	switch {
+	case c.Path != "" && c.Subtree:
+		return c.Kind + " " + c.Path + " and everything under it"
+	case c.Path != "":
+		return c.Kind + " " + c.Path
+	case c.Host != "":
+		s := c.Kind + " "
+		if c.URL != "" {
+			s += c.URL
+		} else {
+			s += c.Host
+		}
+		return s + " (host " + c.Host + ", port " + strconv.Itoa(int(c.Port)) + ")"
+	case c.Shell:
+		return c.Kind + " arbitrary shell: " + c.Command
+	case c.Program != "":
+		return c.Kind + " " + strings.Join(c.Argv, " ")
+	case c.ID != "":
+		return c.Kind + " " + c.IDKind + " " + c.ID
+	}
+	return c.Kind
 }

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestApprovalsThroughTheCLI runs the real filesystem server through aegis
+// run with a policy that asks before writes to ~/projects/shared, and the
+// official TypeScript client: each write is held until a person answers
+// with `aegis approvals` from another process. The approved write lands,
+// the denied one does not, and the chain records both answers, naming who
+// answered and how.
+func TestApprovalsThroughTheCLI(t *testing.T) {
+	needNode(t)
+	h := newFSHome(t)
+	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, h.home, map[string]string{
+		"asking.yaml": "version: 1\npolicy: asking-policy.yaml\napprovals: {timeout: 2m}\nservers:\n  fs: {builtin: filesystem}\n",
+		"asking-policy.yaml": string(policy) +
+			"  - {id: ask-shared, effect: ask, capability: fs.write, path_under: [\"~/projects/shared\"], reason: shared files need a person}\n",
+		"projects/shared/.keep": "",
+	})
+	approved, denied := filepath.Join(h.home, "projects/shared/approved.txt"), filepath.Join(h.home, "projects/shared/denied.txt")
+	calls := []fsCall{
+		{name: "write_file that a person approves", tool: "write_file", args: map[string]any{"path": approved, "content": "approved"}},
+		{name: "write_file that a person denies", tool: "write_file", args: map[string]any{"path": denied, "content": "denied"}},
+	}
+	// The person: another process, answering each question as it comes.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	answered := make(chan string, 4)
+	go func() {
+		seen := map[string]bool{}
+		for ctx.Err() == nil {
+			out, code := aegisCLI(t, h.env, "approvals", "list", "--json")
+			if code != 0 {
+				t.Errorf("aegis approvals list: exit %d: %s", code, out)
+				return
+			}
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				var ap struct {
+					ID        string
+					Tool      string
+					Caps      []string
+					Arguments map[string]any
+				}
+				if line == "" || json.Unmarshal([]byte(line), &ap) != nil || seen[ap.ID] {
+					continue
+				}
+				seen[ap.ID] = true
+				verb := "deny"
+				if ap.Arguments["path"] == approved {
+					verb = "approve"
+				}
+				out, code := aegisCLI(t, h.env, "approvals", verb, ap.ID[:6])
+				if code != 0 {
+					t.Errorf("aegis approvals %s: exit %d: %s", verb, code, out)
+				}
+				answered <- verb + " " + strings.Join(ap.Caps, ",")
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	r := mustDriver(t, h.env, []string{"calls", writePlan(t, calls)}, aegisRun(filepath.Join(h.home, "asking.yaml"), "fs", nodeBin, filepath.Join(e2eDir, filesystemJS), h.home))
+	cancel()
+	results := tsResults(t, r)
+	if len(results) != 2 {
+		t.Fatalf("%d results, want 2:\n%s", len(results), r.Stderr)
+	}
+	if results[0].isError || results[0].err != "" || !strings.Contains(results[0].text, "Successfully wrote") {
+		t.Errorf("the approved write: %+v", results[0])
+	}
+	if !results[1].isError || !strings.Contains(results[1].text, "declined this call") {
+		t.Errorf("the denied write: %+v", results[1])
+	}
+	if b, err := os.ReadFile(approved); err != nil || string(b) != "approved" {
+		t.Errorf("the approved file: %q %v", b, err)
+	}
+	if _, err := os.Stat(denied); !os.IsNotExist(err) {
+		t.Errorf("the denied file exists (%v)", err)
+	}
+	if n := len(answered); n != 2 {
+		t.Errorf("%d questions answered, want 2", n)
+	}
+	for _, want := range []string{"call fs/write_file needs a person's approval (rule \"ask-shared\"", "shared files need a person", "aegis approvals approve"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("aegis's stderr does not say %q:\n%s", want, r.Stderr)
+		}
+	}
+	// The chain: each ask, then its answer, by whom and through what.
+	log, code := aegisCLI(t, h.env, "log", "--server", "fs")
+	if code != 0 {
+		t.Fatalf("aegis log: exit %d: %s", code, log)
+	}
+	for _, want := range []string{"ask   fs/write_file", "allow fs/write_file", "approved by", "through cli, for this call", "deny  fs/write_file", "denied by"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("aegis log does not show %q:\n%s", want, log)
+		}
+	}
+	if out, code := aegisCLI(t, h.env, "approvals", "list"); code != 0 || !strings.Contains(out, "no call is waiting") {
+		t.Errorf("approvals left waiting: %s", out)
+	}
+	if out, code := aegisCLI(t, h.env, "approvals", "list", "--all"); code != 0 || strings.Count(out, "write_file") != 2 || !strings.Contains(out, "[used]") || !strings.Contains(out, "[denied]") {
+		t.Errorf("approvals list --all:\n%s", out)
+	}
+}

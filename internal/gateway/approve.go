@@ -1,0 +1,205 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/approval"
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/record"
+)
+
+// RuleApproval is the rule id of the entry that records a person's answer
+// to an ask (or its absence): decision allow when the held call went on,
+// deny when it did not.
+const RuleApproval = "aegis:approval"
+
+// DefaultApprovalTimeout is how long a held call waits for a person when
+// the configuration says nothing.
+const DefaultApprovalTimeout = 2 * time.Minute
+
+// Approvals is where a session's asks wait for a person (DESIGN.md R21).
+type Approvals struct {
+	// Store holds the questions, for `aegis approvals` and the console.
+	Store *approval.Store
+	// Timeout is how long a held call waits; zero means
+	// [DefaultApprovalTimeout].
+	Timeout time.Duration
+	// Lane is the chain lane the session records in ("" for the first),
+	// which the question names with the ask's seq.
+	Lane string
+	// Asked, if set, is told of each question as it is put, to say where
+	// it can be answered; Notify gets a line in any case.
+	Asked func(*approval.Request)
+}
+
+// grants are the approvals of a session given for its rest (scope
+// session): a later ask of the same tool whose capabilities are all among
+// one grant's goes on without asking again.
+type grants struct {
+	mu sync.Mutex
+	g  []grant
+}
+
+type grant struct {
+	method, tool string
+	caps         []string // canonical capability texts
+	id, by       string
+}
+
+// covering returns the grant that covers a call of method and tool with
+// caps, if any.
+func (g *grants) covering(method, tool string, caps []string) (grant, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, gr := range g.g {
+		if gr.method != method || gr.tool != tool {
+			continue
+		}
+		all := true
+		for _, c := range caps {
+			if !slices.Contains(gr.caps, c) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return gr, true
+		}
+	}
+	return grant{}, false
+}
+
+func (g *grants) add(gr grant) {
+	g.mu.Lock()
+	g.g = append(g.g, gr)
+	g.mu.Unlock()
+}
+
+// capTexts are a verdict's capabilities as a person reads them, and as
+// grants compare them.
+func capTexts(caps []capability.Capability) []string {
+	rc := record.CapsOf(caps)
+	out := make([]string, len(rc))
+	for i := range rc {
+		out[i] = rc[i].Text()
+	}
+	return out
+}
+
+// approve holds a call the policy answered ask until a person answers
+// it, and returns what becomes of it; out is its outcome as refused. The
+// question is bound to the call's exact arguments (as forwarded) and the
+// policy's hash; the answer, or its absence, is recorded under
+// RuleApproval, naming the ask's entry seq.
+func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, what string, out Outcome) (Outcome, error) {
+	ap := s.cfg.Approvals
+	caps := capTexts(v.Caps)
+	// An ask a check made (a secret in the arguments) is about these
+	// arguments: a grant for capabilities does not answer it.
+	if v.Ask == nil {
+		if gr, ok := s.grants.covering(c.Method, c.Tool, caps); ok {
+			reason := fmt.Sprintf("the ask at seq %d is answered by approval %s, given by %s for the rest of the session", seq, gr.id, gr.by)
+			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {
+				return out, err
+			}
+			return forwarded(c, v, out), nil
+		}
+	}
+	now := time.Now
+	if s.cfg.Now != nil {
+		now = s.cfg.Now
+	}
+	timeout := ap.Timeout
+	if timeout <= 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	at := now()
+	fwd := v.Arguments
+	if fwd == nil {
+		fwd = []byte("{}")
+	}
+	shown, _ := s.rec.Redact(fwd)
+	if shown == nil {
+		shown = fwd
+	}
+	argsHash, policyHash := sha256.Sum256(fwd), s.eng.Policy().Hash()
+	req := &approval.Request{
+		ID: approval.NewID(), Created: at, Expires: at.Add(timeout),
+		Session: c.Session, Principal: c.Principal, Server: c.Server, Method: c.Method, Tool: c.Tool,
+		ArgsHash: hex.EncodeToString(argsHash[:]), PolicyHash: hex.EncodeToString(policyHash[:]),
+		Seq: seq, Lane: ap.Lane,
+		Caps: caps, Rules: v.Rules(), Reason: v.Reason(),
+		Arguments: shown,
+	}
+	if err := ap.Store.Put(ctx, req); err != nil {
+		s.logger.Warn("gateway: an approval could not be asked for", "err", err)
+		out.Reason = "aegis: this " + what + " needs a person's approval, and aegis could not ask for it: " + v.Reason()
+		return out, s.rec.approval(ctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d could not be put to a person: %v", seq, err))
+	}
+	fmt.Fprintf(s.notify, "aegis: %s %s needs a person's approval (%s): `aegis approvals approve %s` or `aegis approvals deny %s`; it waits %v\n",
+		what, target(c), v.Reason(), req.ID, req.ID, timeout)
+	if ap.Asked != nil {
+		ap.Asked(req)
+	}
+	wctx, cancel := context.WithDeadline(ctx, req.Expires)
+	defer cancel()
+	ans, err := ap.Store.Await(wctx, req.ID, req.ArgsHash, req.PolicyHash)
+	rctx := context.WithoutCancel(ctx) // the answer is recorded even for a call that went
+	switch {
+	case err == nil && ans.Approve:
+		reason := fmt.Sprintf("the ask at seq %d was approved by %s through %s, for %s (approval %s)", seq, ans.By, ans.Channel, scopeText(ans.Scope), req.ID)
+		if err := s.rec.approval(rctx, c, v, policy.Allow, reason); err != nil {
+			return out, err
+		}
+		if ans.Scope == approval.ScopeSession && v.Ask == nil {
+			s.grants.add(grant{method: c.Method, tool: c.Tool, caps: caps, id: req.ID, by: ans.By})
+		}
+		return forwarded(c, v, out), nil
+	case err == nil:
+		out.Reason = fmt.Sprintf("aegis: a person (%s) declined this %s: %s", ans.By, what, v.Reason())
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d was denied by %s through %s (approval %s)", seq, ans.By, ans.Channel, req.ID))
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, approval.ErrExpired):
+		out.Reason = fmt.Sprintf("aegis: this %s needs a person's approval, and nobody answered within %v: %s. It may be asked again.", what, timeout, v.Reason())
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d was not answered within %v (approval %s)", seq, timeout, req.ID))
+	case errors.Is(err, context.Canceled):
+		out.Reason = "aegis: the " + what + " was cancelled while it waited for a person's approval"
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the call was cancelled while the ask at seq %d waited (approval %s)", seq, req.ID))
+	default:
+		out.Reason = "aegis: this " + what + " needs a person's approval, and the answer could not be taken: " + err.Error()
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the answer to the ask at seq %d could not be taken: %v (approval %s)", seq, err, req.ID))
+	}
+}
+
+// forwarded is out, refused, turned into the outcome of c let through
+// with v's arguments.
+func forwarded(c *Call, v *Verdict, out Outcome) Outcome {
+	out.Forward, out.Reason = true, ""
+	out.InputResponses = redactedInput(c, v)
+	return out
+}
+
+func scopeText(s approval.Scope) string {
+	if s == approval.ScopeSession {
+		return "the rest of the session"
+	}
+	return "this call"
+}
+
+// target names what c calls, for a person.
+func target(c *Call) string {
+	if c.Method == "" {
+		return c.Server + "/" + c.Tool
+	}
+	if c.Tool == "" {
+		return c.Server + " " + c.Method
+	}
+	return c.Server + " " + c.Method + " " + c.Tool
+}
