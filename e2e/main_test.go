@@ -25,6 +25,7 @@ var pinned = map[string]string{
 	"@modelcontextprotocol/server-everything": "2026.8.31",
 	"@modelcontextprotocol/server-filesystem": "2026.8.31",
 	"mcp-server-commands":                     "0.5.0",
+	"@tokenizin/mcp-npx-fetch":                "1.0.0",
 }
 
 // The parts every test uses, found or built by TestMain.

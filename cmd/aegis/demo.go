@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/demoserver"
 )
@@ -44,13 +48,19 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	web, err := startDemoWeb()
+	if err != nil {
+		return err
+	}
+	defer web.close()
 	home := filepath.Join(dir, "home")
+	subst := strings.NewReplacer("@HOME@", home, "@WIKI_PORT@", strconv.Itoa(web.wikiPort))
 	for name, text := range demoserver.Files {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "@HOME@", home)), 0o600); err != nil {
+		if err := os.WriteFile(p, []byte(subst.Replace(text)), 0o600); err != nil {
 			return err
 		}
 	}
@@ -77,6 +87,10 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) error {
 		// Allowed: its arguments name nothing. What it does on its own is
 		// the sandbox's to stop (Linux); elsewhere it reads the fake key.
 		{Tool: "status", Args: map[string]any{}},
+		// Allowed: the wiki's URL. Its redirect to the admin service is
+		// the server's own request, which the sandbox's egress proxy
+		// decides (Linux); elsewhere it reaches the admin service.
+		{Tool: "get", Args: map[string]any{"url": web.wikiURL}},
 	})
 	if err != nil {
 		return err
@@ -111,4 +125,50 @@ func cmdDemo(argv []string, stdout, stderr io.Writer) error {
 	}
 	say("$ aegis pins")
 	return cmdPins(nil, stdout, stderr)
+}
+
+// demoWeb is the demo's own two web servers on loopback: an intranet wiki
+// the demo's policy allows, whose page redirects to an admin service that
+// no rule allows.
+type demoWeb struct {
+	wikiPort int
+	wikiURL  string
+	servers  []*http.Server
+}
+
+func startDemoWeb() (*demoWeb, error) {
+	w := &demoWeb{}
+	_, adminURL, err := w.serve(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		io.WriteString(rw, "admin console: the deploy key is (demo) FAKE-DEPLOY-KEY")
+	}))
+	if err != nil {
+		return nil, err
+	}
+	wiki, wikiURL, err := w.serve(http.RedirectHandler(adminURL+"/console", http.StatusFound))
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	w.wikiPort, w.wikiURL = wiki, wikiURL+"/start"
+	return w, nil
+}
+
+// serve serves h on a new loopback port, returning the port and the base
+// URL.
+func (w *demoWeb) serve(h http.Handler) (int, string, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return 0, "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	w.servers = append(w.servers, srv)
+	go srv.Serve(ln)
+	port := ln.Addr().(*net.TCPAddr).Port
+	return port, "http://127.0.0.1:" + strconv.Itoa(port), nil
+}
+
+func (w *demoWeb) close() {
+	for _, s := range w.servers {
+		s.Close()
+	}
 }

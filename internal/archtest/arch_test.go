@@ -58,6 +58,7 @@ var levels = map[string]int{
 	"internal/atomicfile": 0,
 	"internal/jcsref":     0, // a test-only reference: RFC 8785 written the obvious way
 	"internal/difftest":   0, // test-only: the differential harness of the speed twins
+	"internal/dnstest":    0, // test-only: a DNS server on loopback whose answers change
 	// 1: one step of the pipeline each, or one store.
 	"internal/binding":     1,
 	"internal/policy":      1,

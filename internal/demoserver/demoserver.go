@@ -18,6 +18,12 @@
 //   - confirm {action}: asks the user (elicitation) and says what they chose.
 //   - read_default {path}, with Options.DefaultPath only: read_file whose
 //     path has a schema default, which it reads when the call leaves it out.
+//   - status {}: reads the root's .ssh/id_rsa on its own, as a buggy or
+//     malicious server might (the sandbox's to stop).
+//   - get {url}: really GETs a URL and follows its redirects, through the
+//     proxy HTTP_PROXY names when it is set; a redirect is the server's own
+//     doing, which aegis's argument checks cannot see (the sandbox's egress
+//     proxy's to stop).
 //
 // It also has one resource (demo://readme) and one prompt (greet), so that
 // everything an MCP client and server exchange has something to exercise.
@@ -29,11 +35,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -154,6 +162,7 @@ func New(o *Options) (*mcp.Server, error) {
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
 	}, d.listItems)
 	mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "Describes the HTTP request it would make for a URL (it never connects)."}, d.fetch)
+	mcp.AddTool(s, &mcp.Tool{Name: "get", Description: "GETs a URL, following redirects, and returns the start of the body."}, d.get)
 	mcp.AddTool(s, &mcp.Tool{Name: "count", Description: "Counts to a number, reporting progress and logging each step."}, d.count)
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_model", Description: "Asks the client's model a question (sampling)."}, d.askModel)
 	mcp.AddTool(s, &mcp.Tool{Name: "confirm", Description: "Asks the user to confirm an action (elicitation)."}, d.confirm)
@@ -304,6 +313,58 @@ func (d *demo) fetch(_ context.Context, _ *mcp.CallToolRequest, in fetchIn) (*mc
 		return nil, nil, fmt.Errorf("unsupported scheme %q", u.Scheme)
 	}
 	return text(fmt.Sprintf("would GET %s from host %s (the demo server never connects)", u, u.Host)), nil, nil
+}
+
+type getIn struct {
+	URL string `json:"url" jsonschema:"the http URL to GET"`
+}
+
+// maxHops bounds the redirects get follows.
+const maxHops = 3
+
+// get GETs a URL and follows its redirects, each hop a new request, as a
+// real fetching tool does: through the proxy HTTP_PROXY names when it is
+// set (for loopback URLs too, which Go's ProxyFromEnvironment would send
+// direct), else directly. It reports every hop; a failure is its answer,
+// not an error, so that the demo shows what happened.
+func (d *demo) get(ctx context.Context, _ *mcp.CallToolRequest, in getIn) (*mcp.CallToolResult, any, error) {
+	u, err := url.Parse(in.URL)
+	if err != nil || u.Scheme != "http" {
+		return nil, nil, fmt.Errorf("%q is not an http URL", in.URL)
+	}
+	var proxy func(*http.Request) (*url.URL, error)
+	if p := os.Getenv("HTTP_PROXY"); p != "" {
+		pu, err := url.Parse(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("HTTP_PROXY: %w", err)
+		}
+		proxy = http.ProxyURL(pu)
+	}
+	tr := &http.Transport{Proxy: proxy}
+	defer tr.CloseIdleConnections()
+	hops := []string{"GET " + in.URL}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) > maxHops {
+			return errors.New("too many redirects")
+		}
+		hops = append(hops, fmt.Sprintf("%d, to %s", req.Response.StatusCode, req.URL))
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.URL, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return text(strings.Join(hops, " -> ") + " -> " + err.Error()), nil, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 200))
+	if err != nil {
+		return text(strings.Join(hops, " -> ") + " -> " + err.Error()), nil, nil
+	}
+	hops = append(hops, fmt.Sprintf("%d: %s", resp.StatusCode, strings.TrimSpace(string(b))))
+	return text(strings.Join(hops, " -> ")), nil, nil
 }
 
 type countIn struct {

@@ -6,10 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,6 +65,18 @@ func TestTools(t *testing.T) {
 	must(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(root, "link")))
 	must(t, os.WriteFile(filepath.Join(root, "big"), bytes.Repeat([]byte("x"), maxFileBytes+1), 0o600))
 
+	t.Setenv("HTTP_PROXY", "") // get connects directly
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, "/page", http.StatusFound)
+			return
+		}
+		io.WriteString(w, "the page")
+	}))
+	defer web.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+
 	log := &lockedBuffer{}
 	cs := connect(t, root, log)
 	tests := []struct {
@@ -82,6 +97,10 @@ func TestTools(t *testing.T) {
 		{name: "missing", tool: "read_file", args: map[string]any{"path": "nope"}, wantErr: true},
 		{name: "fetch describes", tool: "fetch", args: map[string]any{"url": "http://169.254.169.254/latest"}, want: "would GET http://169.254.169.254/latest"},
 		{name: "fetch bad scheme", tool: "fetch", args: map[string]any{"url": "file:///etc/passwd"}, wantErr: true},
+		{name: "get follows a redirect", tool: "get", args: map[string]any{"url": web.URL + "/moved"}, want: "GET " + web.URL + "/moved -> 302, to " + web.URL + "/page -> 200: the page"},
+		{name: "get says it could not connect", tool: "get", args: map[string]any{"url": closed.URL}, want: "connection refused"},
+		{name: "get https", tool: "get", args: map[string]any{"url": "https://example.com/"}, wantErr: true},
+		{name: "get file", tool: "get", args: map[string]any{"url": "file:///etc/passwd"}, wantErr: true},
 		{name: "count", tool: "count", args: map[string]any{"to": 2}, want: "counted to 2"},
 		{name: "count out of range", tool: "count", args: map[string]any{"to": 1000}, wantErr: true},
 	}
@@ -102,6 +121,36 @@ func TestTools(t *testing.T) {
 	}
 	if got := strings.Count(log.String(), "demo-server: call "); got != len(tests) {
 		t.Errorf("call log has %d calls, want %d:\n%s", got, len(tests), log)
+	}
+}
+
+// TestGetThroughProxy: with HTTP_PROXY set, get asks the proxy for every
+// hop, a loopback URL's too, and never connects to the origin itself.
+func TestGetThroughProxy(t *testing.T) {
+	var origin, asked atomic.Int32
+	web := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { origin.Add(1) }))
+	defer web.Close()
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, web.URL+"/denied", http.StatusFound)
+			return
+		}
+		http.Error(w, "refused "+r.URL.Host, http.StatusForbidden)
+	}))
+	defer proxy.Close()
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	cs := connect(t, t.TempDir(), nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get", Arguments: map[string]any{"url": web.URL + "/moved"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "GET " + web.URL + "/moved -> 302, to " + web.URL + "/denied -> 403: refused " + strings.TrimPrefix(web.URL, "http://")
+	if got := res.Content[0].(*mcp.TextContent).Text; got != want {
+		t.Errorf("get = %q, want %q", got, want)
+	}
+	if origin.Load() != 0 || asked.Load() != 2 {
+		t.Errorf("origin asked %d times, proxy %d; want 0 and 2", origin.Load(), asked.Load())
 	}
 }
 

@@ -65,6 +65,17 @@ type Config struct {
 	// itself is still checked against Block and AllowHosts.
 	OnResolveError string `yaml:"on_resolve_error"`
 
+	// Nameserver, when set, is the one DNS server the system resolver
+	// asks, in place of those the machine is configured with: an IP
+	// address with a port ("127.0.0.1:5353", "[::1]:53") or without one
+	// (53; IPv6 in brackets: "[fd00::53]"). aegis then queries it with
+	// Go's own resolver (UDP, and TCP for long answers), after the
+	// machine's hosts file, with the search domains and options of its
+	// resolv.conf. It serves tests that run a DNS server on loopback, and
+	// setups where aegis must ask a server the machine's resolver does
+	// not. Empty means the machine's own resolver.
+	Nameserver string `yaml:"nameserver"`
+
 	// ResolveTimeout bounds one system lookup; zero means 5 s.
 	ResolveTimeout time.Duration `yaml:"resolve_timeout"`
 
@@ -247,6 +258,9 @@ func newResolver(cfg *Config) (namedResolver, error) {
 	}
 	switch cfg.Resolver {
 	case "static":
+		if cfg.Nameserver != "" {
+			return nil, errors.New("nameserver: the static resolver asks no nameserver")
+		}
 		if cfg.CacheTTL > 0 {
 			return nil, errors.New("cache_ttl: the static resolver has nothing to cache")
 		}
@@ -262,7 +276,15 @@ func newResolver(cfg *Config) (namedResolver, error) {
 	if timeout == 0 {
 		timeout = defaultTimeout
 	}
-	var sys namedResolver = System{Resolver: net.DefaultResolver, Timeout: timeout}
+	system := System{Resolver: net.DefaultResolver, Timeout: timeout}
+	if cfg.Nameserver != "" {
+		ns, err := parseNameserver(cfg.Nameserver)
+		if err != nil {
+			return nil, fmt.Errorf("nameserver: %w", err)
+		}
+		system = System{Nameserver: ns, Timeout: timeout}
+	}
+	var sys namedResolver = system
 	if cfg.CacheTTL > 0 {
 		size := cfg.CacheSize
 		if size == 0 {
@@ -274,6 +296,43 @@ func newResolver(cfg *Config) (namedResolver, error) {
 		return sys, nil
 	}
 	return Chain{static, sys}, nil
+}
+
+// parseNameserver parses the nameserver setting: an IP address in
+// standard form, IPv6 in brackets, with a port or without one (53).
+// IPv4-mapped addresses are unmapped.
+func parseNameserver(s string) (netip.AddrPort, error) {
+	const want = "want an IP address with or without a port: 127.0.0.1:5353, 10.0.0.53, [::1]:53 or [fd00::53]"
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		inner, bracketed := strings.CutPrefix(s, "[")
+		if bracketed {
+			inner, bracketed = strings.CutSuffix(inner, "]")
+		}
+		a, aerr := netip.ParseAddr(inner)
+		switch {
+		case aerr != nil:
+			return netip.AddrPort{}, fmt.Errorf("%q is not an IP address (%s)", s, want)
+		case a.Is6() && !bracketed:
+			// "::1:53" is [::1]:53 to one reader and [::1:53]:53 to another.
+			return netip.AddrPort{}, fmt.Errorf("%q is ambiguous: write an IPv6 address in brackets, with or without a port ([::1]:53, [::1])", s)
+		case a.Is4() && bracketed:
+			return netip.AddrPort{}, fmt.Errorf("%q: only an IPv6 address goes in brackets (%s)", s, want)
+		}
+		ap = netip.AddrPortFrom(a, 53)
+	} else if ap.Addr().Is4() && strings.HasPrefix(s, "[") {
+		return netip.AddrPort{}, fmt.Errorf("%q: only an IPv6 address goes in brackets (%s)", s, want)
+	}
+	a := ap.Addr()
+	switch {
+	case a.Zone() != "":
+		return netip.AddrPort{}, fmt.Errorf("%q has a zone, which names an interface of this machine", s)
+	case a.IsUnspecified():
+		return netip.AddrPort{}, fmt.Errorf("%q is the unspecified address, which names no server", s)
+	case ap.Port() == 0:
+		return netip.AddrPort{}, fmt.Errorf("%q has port 0", s)
+	}
+	return netip.AddrPortFrom(a.Unmap(), ap.Port()), nil
 }
 
 // parseClass parses a class name that may be blocked or admitted.

@@ -3,6 +3,7 @@ package egress
 import (
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,21 @@ func TestNewErrors(t *testing.T) {
 		{"negative cache size", Config{CacheTTL: time.Second, CacheSize: -1}, `cache_size`},
 		{"cache size without ttl", Config{CacheSize: 10}, `cache_size: set without cache_ttl`},
 		{"static with cache", Config{Resolver: "static", CacheTTL: time.Second}, `cache_ttl: the static resolver`},
+		{"nameserver a name", Config{Nameserver: "dns.example:53"}, `nameserver: "dns.example:53" is not an IP address`},
+		{"nameserver a name without port", Config{Nameserver: "localhost"}, `nameserver: "localhost" is not an IP address`},
+		{"nameserver port zero", Config{Nameserver: "127.0.0.1:0"}, `nameserver: "127.0.0.1:0" has port 0`},
+		{"nameserver port too big", Config{Nameserver: "127.0.0.1:65536"}, `nameserver: "127.0.0.1:65536"`},
+		{"nameserver bad port", Config{Nameserver: "127.0.0.1:dns"}, `nameserver: "127.0.0.1:dns"`},
+		{"nameserver empty port", Config{Nameserver: "127.0.0.1:"}, `nameserver: "127.0.0.1:"`},
+		{"nameserver unbracketed v6 with port", Config{Nameserver: "::1:53"}, `nameserver: "::1:53" is ambiguous`},
+		{"nameserver unbracketed v6", Config{Nameserver: "::1"}, `nameserver: "::1" is ambiguous`},
+		{"nameserver brackets around v4", Config{Nameserver: "[127.0.0.1]:53"}, `nameserver: "[127.0.0.1]:53"`},
+		{"nameserver zone", Config{Nameserver: "[fe80::1%eth0]:53"}, `nameserver: "[fe80::1%eth0]:53" has a zone`},
+		{"nameserver short ipv4", Config{Nameserver: "127.1"}, `nameserver: "127.1" is not an IP address`},
+		{"nameserver url", Config{Nameserver: "udp://127.0.0.1:53"}, `nameserver: "udp://127.0.0.1:53"`},
+		{"nameserver unspecified", Config{Nameserver: "0.0.0.0:53"}, `nameserver: "0.0.0.0:53" is the unspecified address`},
+		{"nameserver spaces", Config{Nameserver: " 127.0.0.1"}, `nameserver: " 127.0.0.1"`},
+		{"static with nameserver", Config{Resolver: "static", Nameserver: "127.0.0.1"}, `nameserver: the static resolver asks no nameserver`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +128,12 @@ func TestNewResolverShape(t *testing.T) {
 		{"system with cache", Config{ResolveTimeout: time.Second, CacheTTL: time.Minute}, "cache(system(timeout 1s), ttl 1m0s, size 1024)"},
 		{"table then cached system", Config{Hosts: map[string][]string{"a.example": {}}, CacheTTL: time.Minute, CacheSize: 8}, "chain(static(1 names), cache(system(timeout 5s), ttl 1m0s, size 8))"},
 		{"static", Config{Resolver: "static"}, "static(0 names)"},
+		{"nameserver", Config{Nameserver: "127.0.0.1:5353"}, "system(timeout 5s, nameserver 127.0.0.1:5353)"},
+		{"nameserver default port", Config{Nameserver: "10.0.0.53"}, "system(timeout 5s, nameserver 10.0.0.53:53)"},
+		{"nameserver ipv6", Config{Nameserver: "[::1]:5353"}, "system(timeout 5s, nameserver [::1]:5353)"},
+		{"nameserver ipv6 default port", Config{Nameserver: "[::1]"}, "system(timeout 5s, nameserver [::1]:53)"},
+		{"nameserver mapped", Config{Nameserver: "[::ffff:127.0.0.1]:53"}, "system(timeout 5s, nameserver 127.0.0.1:53)"},
+		{"table, cached nameserver", Config{Hosts: map[string][]string{"a.example": {}}, Nameserver: "127.0.0.1", CacheTTL: time.Minute}, "chain(static(1 names), cache(system(timeout 5s, nameserver 127.0.0.1:53), ttl 1m0s, size 1024))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,10 +232,10 @@ func FuzzParsePattern(f *testing.F) {
 // FuzzNew feeds arbitrary strings to every field of Config: New must
 // return a Checker or an error naming a field, never panic.
 func FuzzNew(f *testing.F) {
-	f.Add("https", "loopback", "*.corp.example", "10.0.0.0/8", "private", "a.example", "10.0.0.1", "static", "deny")
-	f.Add("", "", "", "", "", "", "", "", "")
-	f.Add("ftp", "public", "*", "::/0", "metadata", "1.2.3.4", "::ffff:1.2.3.4", "system", "allow-unchecked")
-	f.Fuzz(func(t *testing.T, scheme, block, allow, admitHost, admitClass, name, addr, resolver, onErr string) {
+	f.Add("https", "loopback", "*.corp.example", "10.0.0.0/8", "private", "a.example", "10.0.0.1", "static", "deny", "")
+	f.Add("", "", "", "", "", "", "", "", "", "")
+	f.Add("ftp", "public", "*", "::/0", "metadata", "1.2.3.4", "::ffff:1.2.3.4", "system", "allow-unchecked", "[::1]:53")
+	f.Fuzz(func(t *testing.T, scheme, block, allow, admitHost, admitClass, name, addr, resolver, onErr, nameserver string) {
 		cfg := Config{
 			Schemes:        []string{scheme},
 			Block:          []string{block},
@@ -222,6 +244,7 @@ func FuzzNew(f *testing.F) {
 			Hosts:          map[string][]string{name: {addr}},
 			Resolver:       resolver,
 			OnResolveError: onErr,
+			Nameserver:     nameserver,
 		}
 		ch, err := New(&cfg)
 		if err != nil {
@@ -229,13 +252,39 @@ func FuzzNew(f *testing.F) {
 			if !strings.Contains(msg, "schemes") && !strings.Contains(msg, "block") &&
 				!strings.Contains(msg, "allow_hosts") && !strings.Contains(msg, "admit") &&
 				!strings.Contains(msg, "hosts[") && !strings.Contains(msg, "resolver") &&
-				!strings.Contains(msg, "on_resolve_error") {
+				!strings.Contains(msg, "on_resolve_error") && !strings.Contains(msg, "nameserver") {
 				t.Fatalf("error names no field: %v", err)
 			}
 			return
 		}
 		if ch == nil {
 			t.Fatal("nil Checker without error")
+		}
+	})
+}
+
+// FuzzParseNameserver: an accepted nameserver is a usable address (no
+// zone, not unspecified, unmapped, a port) that reads back the same from
+// its own spelling; nothing panics.
+func FuzzParseNameserver(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:5353", "10.0.0.53", "[::1]:53", "[::1]", "::1:53", "[fe80::1%eth0]:53", "[::ffff:127.0.0.1]", "0.0.0.0", "127.0.0.1:0", "[127.0.0.1]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ap, err := parseNameserver(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("error does not quote the value: %v", err)
+			}
+			return
+		}
+		a := ap.Addr()
+		if !a.IsValid() || a.Zone() != "" || a.IsUnspecified() || a.Is4In6() || ap.Port() == 0 {
+			t.Fatalf("parseNameserver(%q) = %v", s, ap)
+		}
+		again, err := parseNameserver(ap.String())
+		if err != nil || again != ap {
+			t.Fatalf("parseNameserver(%q) = %v, which reads back as %v, %v", s, ap, again, err)
 		}
 	})
 }

@@ -20,8 +20,9 @@
 // A name is resolved and every address of the answer, A and AAAA, must
 // pass: one private address among public ones denies the call, which is
 // what DNS rebinding and split answers look like. A [Resolver] is a static
-// hosts table ([Static]), the system resolver ([System]), a [Chain] of them,
-// or a [Cache] around one. A failed lookup or an empty answer denies, unless
+// hosts table ([Static]), the system resolver ([System], which may be
+// pointed at one nameserver of the configuration's), a [Chain] of them, or
+// a [Cache] around one. A failed lookup or an empty answer denies, unless
 // the configuration says on_resolve_error: allow-unchecked.
 //
 // # Connecting

@@ -94,7 +94,12 @@ func (s Static) String() string { return fmt.Sprintf("static(%d names)", len(s))
 // System resolves with a [net.Resolver], asking for A and AAAA records.
 type System struct {
 	// Resolver is the resolver to use; nil means net.DefaultResolver.
+	// It is not used when Nameserver is set.
 	Resolver *net.Resolver
+	// Nameserver, when valid, is the one DNS server asked, by Go's own
+	// resolver (PreferGo), in place of the machine's nameservers; the
+	// zero value means Resolver's.
+	Nameserver netip.AddrPort
 	// Timeout bounds one lookup; zero means no bound beyond ctx's.
 	Timeout time.Duration
 }
@@ -102,7 +107,16 @@ type System struct {
 // Resolve looks name up.
 func (s System) Resolve(ctx context.Context, name string) ([]netip.Addr, error) {
 	r := s.Resolver
-	if r == nil {
+	switch {
+	case s.Nameserver.IsValid():
+		ns := s.Nameserver.String()
+		r = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			// network is udp or tcp, as the resolver chooses; the address
+			// it would ask (resolv.conf's) is replaced by ours.
+			var d net.Dialer
+			return d.DialContext(ctx, network, ns)
+		}}
+	case r == nil:
 		r = net.DefaultResolver
 	}
 	if s.Timeout > 0 {
@@ -121,7 +135,12 @@ func (s System) Resolve(ctx context.Context, name string) ([]netip.Addr, error) 
 }
 
 // String describes the resolver for diagnostics.
-func (s System) String() string { return fmt.Sprintf("system(timeout %v)", s.Timeout) }
+func (s System) String() string {
+	if s.Nameserver.IsValid() {
+		return fmt.Sprintf("system(timeout %v, nameserver %v)", s.Timeout, s.Nameserver)
+	}
+	return fmt.Sprintf("system(timeout %v)", s.Timeout)
+}
 
 // Chain asks each resolver in turn until one knows the name: the first
 // answer, or the first error other than [ErrNotFound], ends the lookup. A

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/aegis-mcp/aegis/internal/dnstest"
 )
 
 func TestStatic(t *testing.T) {
@@ -210,5 +213,89 @@ func TestSystemTimeout(t *testing.T) {
 	_, err := s.Resolve(t.Context(), "a.example")
 	if err == nil {
 		t.Fatal("no error from a resolver that never answers")
+	}
+}
+
+// TestNameserver resolves through a DNS server of the test's own on
+// loopback, named by the nameserver setting: the checker sees each answer
+// the server gives, a rebinding name's second answer included, and the
+// hosts table still comes first.
+func TestNameserver(t *testing.T) {
+	allowed, denied := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	dns, err := dnstest.NewServer(map[string]dnstest.Answers{
+		"rebind.test": dnstest.Sequence([]netip.Addr{allowed}, []netip.Addr{denied}),
+		"table.test":  dnstest.Sequence([]netip.Addr{denied}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dns.Close()
+	ch, err := New(&Config{
+		Nameserver: dns.Addr().String(),
+		Hosts:      map[string][]string{"table.test": {"127.0.0.2"}},
+		Admit: []Admit{
+			{Hosts: []string{"*.test"}, Classes: []string{"internal-name"}},
+			{Hosts: []string{allowed.String()}, Classes: []string{"loopback"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		url    string
+		reason Reason
+		addrs  []netip.Addr
+	}{
+		{"the first answer", "http://rebind.test/", Allowed, []netip.Addr{allowed}},
+		{"the second answer, rebound", "http://rebind.test/", BlockedAddress, []netip.Addr{denied}},
+		{"the table before the nameserver", "http://table.test/", Allowed, []netip.Addr{allowed}},
+		{"a name the server does not hold", "http://other.test/", ResolveFailed, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := ch.Check(t.Context(), capOf(t, tt.url))
+			if v.Reason != tt.reason {
+				t.Fatalf("Check = %v, want %v", v, tt.reason)
+			}
+			if tt.reason == BlockedAddress && v.Addr != denied {
+				t.Errorf("blocked address %v, want %v", v.Addr, denied)
+			}
+			if tt.reason == Allowed {
+				if diff := cmp.Diff(tt.addrs, v.Addrs, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+					t.Errorf("addresses (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+	var asked []string
+	for _, s := range dns.Served() {
+		if s.Type == dnsmessage.TypeA {
+			asked = append(asked, fmt.Sprint(s.Name, s.Addrs))
+		}
+	}
+	want := []string{"rebind.test.[127.0.0.2]", "rebind.test.[127.0.0.3]"}
+	if diff := cmp.Diff(want, asked); diff != "" {
+		t.Errorf("A queries answered (-want +got):\n%s", diff)
+	}
+}
+
+// TestNameserverNotAnswering: a nameserver that is not there fails the
+// lookup, which denies the name; the system's nameservers are not asked
+// instead.
+func TestNameserverNotAnswering(t *testing.T) {
+	// A port just closed: nothing listens there.
+	dns, err := dnstest.NewServer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := dns.Addr().String()
+	dns.Close()
+	ch, err := New(&Config{Nameserver: addr, ResolveTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := ch.Check(t.Context(), capOf(t, "http://public.example.com/")); v.Reason != ResolveFailed {
+		t.Errorf("Check = %v, want %v", v, ResolveFailed)
 	}
 }

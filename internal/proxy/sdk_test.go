@@ -313,8 +313,8 @@ func TestSDKCheckersThroughRelay(t *testing.T) {
 			t.Errorf("fetch was not hidden")
 		}
 	}
-	if len(tools.Tools) != 8 { // the demo server's 9 less fetch
-		t.Errorf("%d tools listed, want 8", len(tools.Tools))
+	if len(tools.Tools) != 9 { // the demo server's 10 less fetch
+		t.Errorf("%d tools listed, want 9", len(tools.Tools))
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "notes.txt"}})
 	if err != nil {
