@@ -327,6 +327,13 @@ func egressProxy(name string, srv *gateway.Server, sess *gateway.Session, creds 
 		},
 		OnRefuse: func(r egressproxy.Refusal) {
 			fmt.Fprintf(stderr, "aegis: server %q: egress refused %s (%s): %s\n", name, r.Target, r.Stage, r.Reason)
+			// The policy's refusals are in the chain already (Connect);
+			// one of the gate at dial time follows the policy's allow.
+			if r.Stage == egressproxy.Egress {
+				if err := sess.ConnectRefused(context.Background(), r.Capability, r.Reason); err != nil {
+					fmt.Fprintf(stderr, "aegis: server %q: %v\n", name, err)
+				}
+			}
 		},
 		Credentials: creds,
 	})

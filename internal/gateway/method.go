@@ -231,6 +231,23 @@ func (s *Session) Connect(ctx context.Context, c capability.Capability) (Outcome
 	return outcomeOf(call, &v, seq, "connection"), nil
 }
 
+// ConnectRefused records a sandboxed server's own connection that the
+// policy allowed ([Session.Connect]) and the egress gate then refused at
+// dial time (an address of the name that the gate blocks: a rebinding),
+// under RuleEgress with why: the chain must not leave it looking made.
+func (s *Session) ConnectRefused(ctx context.Context, c capability.Capability, why string) error {
+	if s.rec.Log == nil {
+		return nil
+	}
+	target := c.URL
+	if target == "" {
+		target = net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
+	}
+	call := s.facts(target, nil)
+	call.Method, call.FromServer = MethodConnect, true
+	return s.rec.refusedAtDial(ctx, call, c, why)
+}
+
 // ConnectRuntime records a sandboxed server's own connection that aegis
 // lets through whatever the policy, because the server's program needs it
 // to start (a package runner fetching the server from its registry), as

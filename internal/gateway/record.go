@@ -222,6 +222,25 @@ func (r *recorder) approval(ctx context.Context, c *Call, v *Verdict, decision p
 	return nil
 }
 
+// refusedAtDial records a connection refused by the egress gate at dial
+// time (see Session.ConnectRefused): deny under RuleEgress.
+func (r *recorder) refusedAtDial(ctx context.Context, c *Call, cp capability.Capability, why string) error {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	e := r.callEntry(c, now())
+	e.Caps = record.CapsOf([]capability.Capability{cp})
+	e.Bound = true
+	e.Decision = policy.Deny.String()
+	e.Rules = []string{RuleEgress}
+	e.Reason = "refused when dialled: " + why
+	if _, _, err := r.Log.Append(ctx, e); err != nil {
+		return fmt.Errorf("recording a refused connection: %w", err)
+	}
+	return nil
+}
+
 // refused is the verdict of a call whose decision could not be recorded.
 func refused(v *Verdict) Verdict {
 	out := deny(fmt.Errorf("the decision could not be recorded, so the call is refused"))
