@@ -116,3 +116,76 @@ func TestApprovalsThroughTheCLI(t *testing.T) {
 		t.Errorf("approvals list --all:\n%s", out)
 	}
 }
+
+// TestApprovalsInTheClient: a client that declares elicitation is asked
+// itself, by aegis's own elicitation/create: the person accepts one write
+// and declines the other, in the official TypeScript client, and each
+// answer decides its held call. The question shows the tool, the
+// arguments and what aegis derived.
+func TestApprovalsInTheClient(t *testing.T) {
+	needNode(t)
+	h := newFSHome(t)
+	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, h.home, map[string]string{
+		"asking.yaml": "version: 1\npolicy: asking-policy.yaml\nservers:\n  fs: {builtin: filesystem}\n",
+		"asking-policy.yaml": string(policy) +
+			"  - {id: ask-shared, effect: ask, capability: fs.write, path_under: [\"~/projects/shared\"], reason: shared files need a person}\n",
+		"projects/shared/.keep": "",
+	})
+	approved, denied := filepath.Join(h.home, "projects/shared/approved.txt"), filepath.Join(h.home, "projects/shared/denied.txt")
+	plan := map[string]any{
+		"capabilities": map[string]any{"elicitation": map[string]any{}},
+		"elicit": []map[string]any{
+			{"match": "fs.write " + approved, "answer": map[string]any{"action": "accept", "content": map[string]any{"scope": "call"}}},
+			{"match": "fs.write " + denied, "answer": map[string]any{"action": "decline"}},
+		},
+		"calls": []methodCall{
+			{Name: "approved write", Tool: "write_file", Arguments: map[string]any{"path": approved, "content": "approved"}},
+			{Name: "declined write", Tool: "write_file", Arguments: map[string]any{"path": denied, "content": "denied"}},
+		},
+	}
+	b, err := json.Marshal(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(planFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := mustDriver(t, h.env, []string{"calls", planFile}, aegisRun(filepath.Join(h.home, "asking.yaml"), "fs", nodeBin, filepath.Join(e2eDir, filesystemJS), h.home))
+	results := tsResults(t, r)
+	if len(results) != 2 {
+		t.Fatalf("%d results, want 2:\n%s", len(results), r.Stderr)
+	}
+	if results[0].isError || !strings.Contains(results[0].text, "Successfully wrote") {
+		t.Errorf("the accepted write: %+v", results[0])
+	}
+	if !results[1].isError || !strings.Contains(results[1].text, "declined this call") {
+		t.Errorf("the declined write: %+v", results[1])
+	}
+	if b, err := os.ReadFile(approved); err != nil || string(b) != "approved" {
+		t.Errorf("the approved file: %q %v", b, err)
+	}
+	if _, err := os.Stat(denied); !os.IsNotExist(err) {
+		t.Errorf("the declined file exists (%v)", err)
+	}
+	// The questions the client received: aegis's own, never the server's.
+	raw := string(r.Raw)
+	for _, want := range []string{`elicitation/create`, `aegis-approval-`, `approve this call fs/write_file?`, `shared files need a person`} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("the client did not receive %s", want)
+		}
+	}
+	log, code := aegisCLI(t, h.env, "log", "--server", "fs")
+	if code != 0 {
+		t.Fatalf("aegis log: exit %d: %s", code, log)
+	}
+	for _, want := range []string{"through elicitation, for this call", "denied by"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("aegis log does not show %q:\n%s", want, log)
+		}
+	}
+}

@@ -457,6 +457,14 @@ async function main() {
       if (plan.capabilities?.sampling) {
         client.setRequestHandler(CreateMessageRequestSchema, async () => samplingAnswer);
       }
+      if (plan.capabilities?.elicitation) {
+        // The person at the client: the first of plan.elicit whose match
+        // is in the question's message gives the answer; else decline.
+        client.setRequestHandler(ElicitRequestSchema, async (req) => {
+          const rule = (plan.elicit ?? []).find((e) => String(req.params.message).includes(e.match));
+          return rule ? rule.answer : { action: "decline" };
+        });
+      }
       out = await calls(client, rec, plan);
       await client.close();
       break;

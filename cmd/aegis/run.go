@@ -147,10 +147,13 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if ln.N > 1 {
 		lane = strconv.Itoa(ln.N)
 	}
+	// The person at the client is asked too, if the client can be
+	// (elicitation): whichever channel answers first decides.
+	elicitor := proxy.NewElicitor(approvals, *principal)
 	sc := &gateway.SessionConfig{
 		Server: name, ID: *session, Principal: *principal, Roles: roles, Origin: origin,
 		Pins: pins, Log: log, Logger: logger, Notify: stderr,
-		Approvals: &gateway.Approvals{Store: approvals, Timeout: cfg.ApprovalTimeout, Lane: lane},
+		Approvals: &gateway.Approvals{Store: approvals, Timeout: cfg.ApprovalTimeout, Lane: lane, Asked: elicitor.Ask},
 	}
 	if cfg.Envelopes {
 		envs, err := envelope.Open(state.Envelopes(name), cfg.EnvelopeRetention)
@@ -238,6 +241,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Stderr:          stderr,
 		Logger:          logger,
 		Twin:            twin,
+		Elicitor:        elicitor,
 	})
 	// The server's own exit status is aegis's, so that the client sees
 	// how its server ended.

@@ -35,9 +35,11 @@ type Approvals struct {
 	// Lane is the chain lane the session records in ("" for the first),
 	// which the question names with the ask's seq.
 	Lane string
-	// Asked, if set, is told of each question as it is put, to say where
-	// it can be answered; Notify gets a line in any case.
-	Asked func(*approval.Request)
+	// Asked, if set, is told of each question as it is put, to put it
+	// where a person is too (the MCP client, by elicitation); it returns
+	// what to call once the question is settled, or nil. Notify gets a
+	// line in any case.
+	Asked func(*approval.Request) (settled func())
 }
 
 // grants are the approvals of a session given for its rest (scope
@@ -147,7 +149,9 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 	fmt.Fprintf(s.notify, "aegis: %s %s needs a person's approval (%s): `aegis approvals approve %s` or `aegis approvals deny %s`; it waits %v\n",
 		what, target(c), v.Reason(), req.ID, req.ID, timeout)
 	if ap.Asked != nil {
-		ap.Asked(req)
+		if settled := ap.Asked(req); settled != nil {
+			defer settled()
+		}
 	}
 	wctx, cancel := context.WithDeadline(ctx, req.Expires)
 	defer cancel()

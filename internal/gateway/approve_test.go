@@ -46,7 +46,7 @@ func approvalSession(t *testing.T, path string, timeout time.Duration) (*Session
 	log := &syncLog{}
 	s, err := subtreeEngine(t).NewSession(&SessionConfig{
 		Server: "fs", ID: "sess", Principal: "alice", Origin: capability.Interactive, Log: log,
-		Approvals: &Approvals{Store: st, Timeout: timeout, Asked: func(r *approval.Request) { asked <- r }},
+		Approvals: &Approvals{Store: st, Timeout: timeout, Asked: func(r *approval.Request) func() { asked <- r; return nil }},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -134,6 +134,9 @@ func (r *relay) fromClient(line []byte) *pendingCall {
 			r.toServer(line)
 		}
 	case kindResponse:
+		if r.elicit != nil && r.elicit.answer(line, m) {
+			return nil // it answers aegis's own question
+		}
 		r.clientAnswer(line, m)
 	}
 	return nil
@@ -168,8 +171,13 @@ func (r *relay) forwardRequest(line []byte, m message) {
 		r.toClient(errorResponse(m.id, code, err.Error()))
 		return
 	}
-	if r.twin != nil && string(m.method) == "initialize" && m.params.ok() {
-		r.twin.sawInitialize(m.params.of(line))
+	if string(m.method) == "initialize" && m.params.ok() {
+		if r.twin != nil {
+			r.twin.sawInitialize(m.params.of(line))
+		}
+		if r.elicit != nil {
+			r.elicit.sawInitialize(m.params.of(line))
+		}
 	}
 	r.toServer(line)
 }

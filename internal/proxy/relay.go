@@ -65,7 +65,8 @@ type relay struct {
 	// the gate checks answers (answer.go).
 	asked map[string]string
 
-	twin *twin // nil: unbound calls are refused
+	twin   *twin     // nil: unbound calls are refused
+	elicit *Elicitor // nil: the client is not asked for approvals
 
 	idle     chan *reading  // readers waiting to take over the client's input
 	handoff  handoff        // the standby reader's

@@ -64,6 +64,11 @@ type Options struct {
 	// it shuts the server down; its stderr joins the server's. Nil: such
 	// calls are refused.
 	Twin func() (cmd *exec.Cmd, done func(), err error)
+
+	// Elicitor, if set, asks the person at the client for the approvals
+	// of held calls, by elicitation (see [Elicitor]); its Ask is the
+	// session's gateway.Approvals.Asked.
+	Elicitor *Elicitor
 }
 
 // DefaultMaxMessageBytes is the default cap on one message.
@@ -221,6 +226,10 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, maxReqs: opts.MaxInFlight,
 		callTimeout: opts.CallTimeout, log: opts.Logger,
 	})
+	if opts.Elicitor != nil {
+		r.elicit = opts.Elicitor
+		r.elicit.attach(r)
+	}
 	if opts.Twin != nil {
 		r.twin = newTwin(opts.Twin, stderr, r.toClient, options{
 			maxMsg: opts.MaxMessageBytes, maxDepth: opts.MaxDepth, log: opts.Logger,
