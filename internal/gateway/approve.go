@@ -42,6 +42,45 @@ type Approvals struct {
 	Asked func(*approval.Request) (settled func())
 }
 
+// A Waiting is told, while a call waits for a person, which question it
+// waits on and how long it may still wait: once when the wait starts, then
+// every [WaitingEvery]. The relay turns it into progress notifications for
+// a client that sent a progress token.
+type Waiting func(approvalID string, left time.Duration)
+
+// WaitingEvery is how often a waiting call's Waiting is told.
+var WaitingEvery = 5 * time.Second
+
+type waitingKey struct{}
+
+// WithWaiting returns ctx carrying fn, which the approval step of the call
+// decided under ctx tells how its wait stands.
+func WithWaiting(ctx context.Context, fn Waiting) context.Context {
+	return context.WithValue(ctx, waitingKey{}, fn)
+}
+
+// waiting tells the call's Waiting, if any, how the wait for req stands
+// until stop is closed.
+func waiting(ctx context.Context, req *approval.Request, now func() time.Time, stop <-chan struct{}) {
+	fn, _ := ctx.Value(waitingKey{}).(Waiting)
+	if fn == nil {
+		return
+	}
+	fn(req.ID, req.Expires.Sub(now()))
+	go func() {
+		t := time.NewTicker(WaitingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fn(req.ID, req.Expires.Sub(now()))
+			}
+		}
+	}()
+}
+
 // grants are the approvals of a session given for its rest (scope
 // session): a later ask of the same tool whose capabilities are all among
 // one grant's goes on without asking again.
@@ -155,6 +194,9 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 	}
 	wctx, cancel := context.WithDeadline(ctx, req.Expires)
 	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	waiting(ctx, req, now, stop)
 	ans, err := ap.Store.Await(wctx, req.ID, req.ArgsHash, req.PolicyHash)
 	rctx := context.WithoutCancel(ctx) // the answer is recorded even for a call that went
 	switch {

@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/gateway"
 )
 
 // This file relays the client's messages to the server.
@@ -214,6 +215,12 @@ func (r *relay) startCall(line []byte, m message) *pendingCall {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
+	if bytes.Contains(p.call.Meta, []byte("progressToken")) {
+		// A call held for a person's approval tells the client how the
+		// wait stands, so that a client that keeps waiting while it hears
+		// progress does. (The token is read only if the call waits.)
+		ctx = gateway.WithWaiting(ctx, r.waitingProgress(p.call.Meta))
+	}
 	p.req = request{key: key, id: id, class: m.class, call: &p.call, cancel: cancel}
 	p.ctx, p.msg, p.args, p.params, p.inputs = ctx, msg, args, m.params, inputs
 	if m.class == classToolsCall {

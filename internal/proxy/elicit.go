@@ -7,10 +7,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/approval"
+	"github.com/aegis-mcp/aegis/internal/gateway"
 )
 
 // An Elicitor puts aegis's questions to the person at the MCP client
@@ -178,4 +182,42 @@ func question(req *approval.Request) string {
 	fmt.Fprintf(&b, "Asked because: %s\n", req.Reason)
 	fmt.Fprintf(&b, "(approval %s; it can also be answered with `aegis approvals`)", req.ID)
 	return b.String()
+}
+
+// progressToken returns the progressToken of a request's _meta, raw, if
+// it is a string or a number; else nil.
+func progressToken(meta []byte) []byte {
+	if len(meta) == 0 || meta[0] != '{' {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return nil
+	}
+	t := bytes.TrimSpace(m["progressToken"])
+	if len(t) == 0 || !(t[0] == '"' || t[0] == '-' || t[0] >= '0' && t[0] <= '9') {
+		return nil
+	}
+	return bytes.Clone(t)
+}
+
+// waitingProgress returns what turns a held call's wait into progress
+// notifications under the progress token of meta (the call's _meta): each
+// with a greater progress, and a message saying what it waits for. A
+// token that is not a string or a number gets none.
+func (r *relay) waitingProgress(meta []byte) gateway.Waiting {
+	var n atomic.Int64
+	var once sync.Once
+	var token []byte
+	return func(id string, left time.Duration) {
+		once.Do(func() { token = progressToken(meta) })
+		if token == nil {
+			return
+		}
+		msg := fmt.Sprintf("waiting for a person's approval (aegis approvals approve %s), %v left", id, left.Round(time.Second))
+		b := append([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`), token...)
+		b = strconv.AppendInt(append(b, `,"progress":`...), n.Add(1), 10)
+		b = appendString(append(b, `,"message":`...), msg)
+		r.toClient(append(b, "}}\n"...))
+	}
 }

@@ -3,10 +3,15 @@ package proxy
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/approval"
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestElicitorAnswers: the client's answer to aegis's own question
@@ -102,4 +107,56 @@ func TestElicitorAsksOnlyAbleClients(t *testing.T) {
 			t.Errorf("%s: sent %q, want nothing", init, sent.String())
 		}
 	}
+}
+
+// TestHeldCallProgress: a call held for a person's approval, sent with a
+// progress token, gets progress notifications that say what it waits for,
+// until the answer lets it through to the server.
+func TestHeldCallProgress(t *testing.T) {
+	defer func(d time.Duration) { gateway.WaitingEvery = d }(gateway.WaitingEvery)
+	gateway.WaitingEvery = 20 * time.Millisecond
+	p, err := policy.Parse("p.yaml", []byte("version: 1\nrules:\n  - {id: ask-echo, effect: ask, server: demo, tool: echo, unbound: true}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := gateway.New(p, []*gateway.Server{{Name: "demo"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := approval.Open(filepath.Join(t.TempDir(), "a.db"), &approval.Options{Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	asked := make(chan string, 1)
+	sess, err := eng.NewSession(&gateway.SessionConfig{Server: "demo", ID: "s", Principal: "alice", Origin: capability.Interactive,
+		Approvals: &gateway.Approvals{Store: st, Timeout: time.Minute, Asked: func(r *approval.Request) func() { asked <- r.ID; return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rn := startRun(t, ctx, childCtx(t.Context(), "demo"), SessionGate(sess), nil)
+	ev := newEvents()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, ev.clientOptions()).Connect(ctx, rn.client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		id := <-asked
+		// Two notifications, then the answer.
+		for range 2 {
+			if msg := <-ev.progress; !strings.Contains(msg, "waiting for a person's approval (aegis approvals approve "+id+")") {
+				t.Errorf("progress %q", msg)
+			}
+		}
+		if _, err := st.Answer(ctx, id, approval.Answer{Approve: true, Scope: approval.ScopeCall, By: "bob", Channel: approval.ChannelCLI}); err != nil {
+			t.Error(err)
+		}
+	}()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}, Meta: mcp.Meta{"progressToken": "tok"}})
+	if err != nil || res.IsError || textOf(t, res) != "hi" {
+		t.Fatalf("held echo: %v %v", res, err)
+	}
+	cs.Close()
+	rn.wait(t)
 }
