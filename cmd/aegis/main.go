@@ -36,6 +36,7 @@ const usage = `usage:
                                             the pinned tool definitions; accept a held tool
   aegis approvals [list|show|approve|deny] [--scope call|session] [ID]
                                             the calls waiting for a person; answer one
+  aegis console [--addr 127.0.0.1:PORT]     a local web console: approvals, decisions, pins
   aegis bindings [NAME]                     print the curated binding tables
   aegis version                             print the version
 `
@@ -99,6 +100,8 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBindings(rest, stdout)
 	case "approvals":
 		err = cmdApprovals(rest, stdout, stderr)
+	case "console":
+		err = cmdConsole(rest, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "aegis %s\n", version)
 	case "help", "-h", "--help", "-help":

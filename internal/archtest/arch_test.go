@@ -81,6 +81,7 @@ var levels = map[string]int{
 	"internal/offline":    3,
 	"internal/proxy":      3,
 	"internal/demoserver": 3,
+	"internal/console":    3, // the local web console: approvals, decisions, pins
 	// 4: the commands and the tests of the whole.
 	"cmd/aegis":         4,
 	"e2e":               4,
