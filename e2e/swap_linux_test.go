@@ -105,32 +105,8 @@ func swapRun(t *testing.T, mode string, tc swapCase) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c := exec.Command(aegisBin, "run", "--config", filepath.Join(conf, "aegis.yaml"), "--server", "fs", "--principal", "e2e",
-		"--", nodeBin, filepath.Join(e2eDir, filesystemJS), home)
-	c.Env = baseEnv(home, aegisHome)
-	var stderr bytes.Buffer
-	c.Stderr = &stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "aegis-e2e-swap", Version: "1.0.0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: c, TerminateDuration: 2 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("connecting through aegis: %v\nstderr:\n%s", err, stderr.String())
-	}
-	// stop ends the session; then stderr is complete.
-	stop := func() {
-		if err := session.Close(); err != nil {
-			t.Errorf("closing the session: %v", err)
-		}
-	}
-	// aegis checks a tool's arguments against the schema the server
-	// listed.
-	if _, err := session.ListTools(ctx, nil); err != nil {
-		stop()
-		t.Fatalf("tools/list: %v\nstderr:\n%s", err, stderr.String())
-	}
-	if err := sw.start(filepath.Join(aegisHome, "envelopes", "fs")); err != nil {
-		stop()
-		t.Fatal(err)
-	}
+	ss := startSwapSession(ctx, t, home, conf, aegisHome, sw)
+	session, stderr, stop := ss.session, &ss.stderr, ss.stop
 
 	// A call is one of: allowed, and the allowed file read (the swap
 	// came after the open); denied by aegis (it came before the check);
@@ -197,6 +173,144 @@ func swapRun(t *testing.T, mode string, tc swapCase) {
 	if strings.Contains(stderr.String(), "DATA RACE") {
 		t.Errorf("aegis reported a data race:\n%s", stderr.String())
 	}
+}
+
+// TestSandboxSwapMakesNoDeniedTree: ~/.ssh does not exist, and the policy
+// lets the filesystem server write anywhere in the home but there. The
+// client moves a directory to ~/p/.ssh, where ~/p names ~/pub when aegis
+// checks the call and the home itself when the server resolves it: the
+// server would make ~/.ssh, with the directory's authorized_keys in it.
+// Under `sandbox: required` no mount can hide the absent ~/.ssh, but the
+// write grant stops short of it (the home is frozen): the rename fails,
+// and ~/.ssh is never made. Under `off`, the control, it is.
+func TestSandboxSwapMakesNoDeniedTree(t *testing.T) {
+	needNode(t)
+	for _, mode := range []string{"off", "required"} {
+		t.Run(mode, func(t *testing.T) {
+			home, conf, aegisHome := tempDir(t), tempDir(t), tempDir(t)
+			writeFiles(t, home, map[string]string{"pub/keep": "", "stage/keep": ""})
+			writeFiles(t, conf, map[string]string{
+				"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  fs: {builtin: filesystem, sandbox: " + mode + "}\n",
+				"policy.yaml": "version: 1\nrules:\n" +
+					"  - {id: tools, effect: allow, server: fs, tool: move_file}\n" +
+					"  - {id: home, effect: allow, capability: [fs.read, fs.write], path_under: ['~']}\n" +
+					"  - {id: no-ssh, effect: deny, capability: [fs.read, fs.write], path_under: ['~/.ssh']}\n",
+			})
+			sw := &swapper{link: filepath.Join(home, "p"), allowed: filepath.Join(home, "pub"), denied: home}
+			if err := sw.set(sw.allowed); err != nil {
+				t.Fatal(err)
+			}
+			ssh, staged, moved := filepath.Join(home, ".ssh"), filepath.Join(home, "stage/ssh"), filepath.Join(home, "pub/.ssh")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			ss := startSwapSession(ctx, t, home, conf, aegisHome, sw)
+
+			// A call is one of: allowed, and the directory moved into
+			// ~/pub (the swap came after the server resolved the path);
+			// denied by aegis (before the check); allowed, and the
+			// server refused the rename (it landed between the check and
+			// the rename, and the grant stopped it); or ~/.ssh made.
+			var calls, moves, denied, landed, made int
+			var odd string
+			for calls < swapMaxCalls && landed+made < swapWant && odd == "" {
+				calls++
+				os.RemoveAll(moved)
+				os.RemoveAll(ssh)
+				writeFiles(t, home, map[string]string{"stage/ssh/authorized_keys": "ssh-ed25519 AAAA e2e-attacker\n"})
+				if err := sw.arm(); err != nil {
+					break
+				}
+				res, err := ss.session.CallTool(ctx, &mcp.CallToolParams{Name: "move_file", Arguments: map[string]any{
+					"source": staged, "destination": filepath.Join(home, "p/.ssh"),
+				}})
+				if err != nil {
+					sw.close()
+					ss.stop()
+					t.Fatalf("call %d: %v\nstderr:\n%s", calls, err, ss.stderr.String())
+				}
+				var text string
+				for _, c := range res.Content {
+					if tc, ok := c.(*mcp.TextContent); ok {
+						text += tc.Text
+					}
+				}
+				_, statErr := os.Lstat(ssh)
+				switch {
+				case statErr == nil:
+					made++
+				case !res.IsError:
+					moves++
+				case strings.HasPrefix(text, "aegis denied this call: ") && strings.Contains(text, `"no-ssh"`):
+					denied++
+				case strings.Contains(text, "EACCES") || strings.Contains(text, "EPERM"):
+					landed++
+				default:
+					odd = text
+				}
+			}
+			swapErr := sw.close()
+			ss.stop()
+			t.Logf("%d calls: %d moved into ~/pub, %d denied by aegis, %d landed and refused, %d made ~/.ssh", calls, moves, denied, landed, made)
+			if swapErr != nil {
+				t.Fatalf("swapping the link: %v", swapErr)
+			}
+			if odd != "" {
+				t.Fatalf("call %d: an answer of no expected kind: %q", calls, odd)
+			}
+			switch {
+			case mode == "off" && made < swapWant:
+				t.Errorf("without the sandbox, ~/.ssh was made in %d of %d calls, want %d: the test cannot see it", made, calls, swapWant)
+			case mode != "off" && made > 0:
+				t.Errorf("the server made ~/.ssh in %d of %d calls", made, calls)
+			}
+			if landed+made < swapWant {
+				t.Errorf("the swap landed between the check and the rename only %d times in %d calls, want %d: the race was not run", landed+made, calls, swapWant)
+			}
+			if mode == "required" && !strings.Contains(ss.stderr.String(), "frozen=["+home+"]") {
+				t.Errorf("aegis did not report the home frozen:\n%s", ss.stderr.String())
+			}
+		})
+	}
+}
+
+// A swapSession is aegis run wrapping the filesystem server, its allowed
+// directory the home, with a swapper watching its envelopes.
+type swapSession struct {
+	session *mcp.ClientSession
+	stderr  bytes.Buffer // complete once stop has returned
+	stop    func()
+}
+
+// startSwapSession starts aegis with conf/aegis.yaml and lists the tools
+// (aegis checks a tool's arguments against the schema the server listed),
+// then starts sw.
+func startSwapSession(ctx context.Context, t *testing.T, home, conf, aegisHome string, sw *swapper) *swapSession {
+	t.Helper()
+	ss := &swapSession{}
+	c := exec.Command(aegisBin, "run", "--config", filepath.Join(conf, "aegis.yaml"), "--server", "fs", "--principal", "e2e",
+		"--", nodeBin, filepath.Join(e2eDir, filesystemJS), home)
+	c.Env = baseEnv(home, aegisHome)
+	c.Stderr = &ss.stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "aegis-e2e-swap", Version: "1.0.0"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: c, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connecting through aegis: %v\nstderr:\n%s", err, ss.stderr.String())
+	}
+	ss.session = session
+	ss.stop = func() {
+		if err := session.Close(); err != nil {
+			t.Errorf("closing the session: %v", err)
+		}
+	}
+	if _, err := session.ListTools(ctx, nil); err != nil {
+		ss.stop()
+		t.Fatalf("tools/list: %v\nstderr:\n%s", err, ss.stderr.String())
+	}
+	if err := sw.start(filepath.Join(aegisHome, "envelopes", "fs")); err != nil {
+		ss.stop()
+		t.Fatal(err)
+	}
+	return ss
 }
 
 // A swapper points a symbolic link at its allowed target before each call
