@@ -106,10 +106,20 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 	p.List = cleanAll(spec.List)
 	p.Write = cleanAll(slices.Concat(write, runtimeWrite))
 	p.Devices = devices
+	// A tree that does not exist has no place for a mount; inside a write
+	// grant the server could create it. Landlock can keep it from doing
+	// so only by granting around it.
+	absent := absentIn(slices.Concat(masked, readOnly), p.Write)
+	var frozenDirs []string
 	if ns {
 		p.Masked, p.ReadOnly = masked, readOnly
+		if abi > 0 {
+			frozenDirs = frozen(p.Write, absent)
+			p.Write = carve(p.Write, absent)
+		}
 	} else if abi > 0 {
 		// No mount to hide a tree inside a grant: grant around it.
+		frozenDirs = frozen(p.Write, slices.Concat(masked, readOnly))
 		p.Write = carve(carve(p.Write, masked), readOnly)
 		p.Read = carve(p.Read, masked)
 		p.List = carve(p.List, masked)
@@ -121,6 +131,7 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 	sb.report = Report{
 		Mode: spec.Mode, Applied: ns || abi > 0,
 		Read: read, Write: write, List: p.List, Masked: masked, ReadOnly: readOnly,
+		Absent: absent, Frozen: frozenDirs,
 		Runtime: slices.Concat(runtimeRead, runtimeWrite, devices, []string{"/proc/self"}),
 		Missing: missing,
 	}
@@ -143,6 +154,12 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 	}
 	if slices.Contains(write, "/") {
 		r.Notes = append(r.Notes, "a rule grants fs.write with no path_under: every file is writable but the masked and read-only trees")
+	}
+	if len(frozenDirs) > 0 {
+		r.Notes = append(r.Notes, "the write grants stop at the existing entries of the frozen directories, so that the server cannot make the masked and read-only trees there (create an absent one, empty, to lift this for it)")
+	}
+	if len(absent) > 0 && abi == 0 {
+		r.Notes = append(r.Notes, "the absent trees cannot be mounted over, and without Landlock nothing keeps the server from making them")
 	}
 	if len(spec.Conditional) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("deny rules that only some calls match stay visible to the server (the policy still denies those calls): %v", cleanAll(spec.Conditional)))

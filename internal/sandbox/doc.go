@@ -49,8 +49,16 @@
 //   - A deny rule that only some calls match (a tool, a principal, a role,
 //     a condition) cannot be a mount: the mount would hold for every call.
 //     Those trees stay visible; the policy still denies those calls.
-//   - A tree that does not exist when the server starts is not masked: a
-//     mount needs a place to go.
+//   - A masked or read-only tree that does not exist when the server
+//     starts cannot be mounted over. Inside a write grant, Landlock keeps
+//     the server from making it: the grant is replaced by the existing
+//     entries of each directory on the way ([Report.Frozen]), so the
+//     server can make, remove or rename nothing directly in those (a
+//     grant of ~ with ~/.aws absent: no new file in ~). The report says
+//     so; creating the tree, empty, lifts it. Without Landlock the report
+//     says the tree is open. Inside a read grant the server cannot make
+//     it, but a tree someone else makes while the server runs is not
+//     hidden.
 //   - /proc is granted only as /proc/self of the server's first process:
 //     a child of the server cannot read its own /proc entry.
 //   - Landlock before ABI 9 does not cover connect(2) on named UNIX

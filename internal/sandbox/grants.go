@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -60,4 +61,44 @@ func carveOne(g string, holes []string, depth int) []string {
 		out = append(out, carveOne(filepath.Join(g, e.Name()), holes, depth+1)...)
 	}
 	return out
+}
+
+// absentIn returns the trees that do not exist (no mount can hide them:
+// the init skips them) and lie inside one of grants: a server could
+// create them.
+func absentIn(trees, grants []string) []string {
+	var out []string
+	for _, t := range trees {
+		if _, err := filepath.EvalSymlinks(t); err == nil {
+			continue
+		}
+		if slices.ContainsFunc(grants, func(g string) bool { return within(t, g) }) {
+			out = append(out, t)
+		}
+	}
+	return cleanAll(out)
+}
+
+// frozen returns the directories that [carve] replaces by their entries:
+// from each grant that holds a hole, down the hole's path, each directory
+// that exists. The server can make, remove or rename nothing directly in
+// them.
+func frozen(grants, holes []string) []string {
+	var out []string
+	for _, h := range holes {
+		for _, g := range grants {
+			if g == h || !within(h, g) {
+				continue
+			}
+			for d := g; d != h; {
+				if st, err := os.Stat(d); err != nil || !st.IsDir() {
+					break
+				}
+				out = append(out, d)
+				name, _, _ := strings.Cut(strings.TrimPrefix(h[len(d):], "/"), "/")
+				d = filepath.Join(d, name)
+			}
+		}
+	}
+	return cleanAll(out)
 }

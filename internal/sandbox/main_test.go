@@ -28,8 +28,9 @@ func TestMain(m *testing.M) {
 }
 
 // standin runs each probe, written KIND:ARG: read (a file), write (create
-// a file), tcp (connect to an address and read a line), unix (the same
-// on a socket file), env (a variable).
+// a file), mkdir (a directory and its parents), rename (FROM>TO), tcp
+// (connect to an address and read a line), unix (the same on a socket
+// file), env (a variable).
 func standin(probes []string) {
 	for _, p := range probes {
 		kind, arg, _ := strings.Cut(p, ":")
@@ -42,6 +43,11 @@ func standin(probes []string) {
 			out = strings.TrimSpace(string(b))
 		case "write":
 			err = os.WriteFile(arg, []byte("x"), 0o600)
+		case "mkdir":
+			err = os.MkdirAll(arg, 0o700)
+		case "rename":
+			from, to, _ := strings.Cut(arg, ">")
+			err = os.Rename(from, to)
 		case "tcp", "unix":
 			var c net.Conn
 			c, err = net.DialTimeout(kind, arg, 2*time.Second)

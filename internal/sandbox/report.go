@@ -68,6 +68,16 @@ type Report struct {
 	// Masked are hidden (an empty mount over each); ReadOnly are mounted
 	// read-only.
 	Masked, ReadOnly []string
+	// Absent are the masked and read-only trees inside a write grant that
+	// did not exist when the server started: no mount can go there.
+	Absent []string
+	// Frozen are the directories on the way from a write grant to an
+	// absent tree (to every masked and read-only tree without a mount
+	// namespace): so that the server cannot make that tree, its write
+	// grants stop at their existing entries, and it can make, remove or
+	// rename nothing directly in them. Creating an absent tree (an empty
+	// directory will do) lifts this for it at the next start.
+	Frozen []string
 	// RuntimeHosts are the hosts the program reaches through the proxy
 	// to start, whatever the policy (a package runner's registry, on port
 	// 443): [RuntimeHosts] of its program.
@@ -96,6 +106,12 @@ func (r *Report) Attrs() []slog.Attr {
 		slog.Any("masked", r.Masked), slog.Any("read_only", r.ReadOnly),
 		slog.Any("runtime", r.Runtime),
 		slog.String("network", r.Network))
+	if len(r.Absent) > 0 {
+		as = append(as, slog.Any("absent", r.Absent))
+	}
+	if len(r.Frozen) > 0 {
+		as = append(as, slog.Any("frozen", r.Frozen))
+	}
 	if len(r.RuntimeHosts) > 0 {
 		as = append(as, slog.Any("runtime_hosts", r.RuntimeHosts))
 	}

@@ -390,3 +390,105 @@ func TestRuntimeHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsentMasks: a masked or read-only tree that does not exist when the
+// server starts has no place for a mount. Inside a write grant, a server
+// must still not create it: not by making the directory, the file, or a
+// parent on the way, nor by renaming something into its place. The write
+// grants stop at the existing entries of the directories on the way (the
+// cost, asserted too); the rest of the grant is as before.
+func TestAbsentMasks(t *testing.T) {
+	needKernel(t)
+	for _, tc := range []struct {
+		name    string
+		without []Part // parts the probe is forced to lack
+	}{
+		{name: "namespaces and Landlock"},
+		{name: "Landlock alone", without: []Part{UserNS, MountNS, NetNS}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			spec := &Spec{
+				Mode:  Required,
+				Read:  []string{f.home},
+				Write: []string{f.home},
+				// .aws, .netrc and work/deep do not exist; .ssh does.
+				Masked:   []string{f.path("home/.ssh"), f.path("home/.aws"), f.path("home/.netrc"), f.path("home/work/deep/.env"), f.path("state")},
+				ReadOnly: []string{f.path("home/.bashrc")},
+				Env:      []string{"HOME=" + f.home},
+			}
+			if tc.without != nil {
+				spec.Mode = BestEffort
+				spec.Probe = forced(tc.without...)
+			}
+			tests := []struct {
+				name, probe, want string
+			}{
+				{"an absent masked directory is not made", "mkdir:" + f.path("home/.aws"), "EACCES"},
+				{"nor a file in it", "write:" + f.path("home/.aws/credentials"), "ENOENT"},
+				{"an absent masked file is not made", "write:" + f.path("home/.netrc"), "EACCES"},
+				{"an absent read-only file is not made", "write:" + f.path("home/.bashrc"), "EACCES"},
+				{"nor the parent of an absent masked tree", "mkdir:" + f.path("home/work/deep/.env"), "EACCES"},
+				{"nor is a directory renamed into its place", "rename:" + f.path("home/docs") + ">" + f.path("home/.aws"), "EACCES"},
+				{"nor is a parent on the way renamed away", "rename:" + f.path("home/work") + ">" + f.path("home/work2"), "EACCES"},
+				{"an existing masked tree is still hidden", "read:" + f.path("home/.ssh/id_rsa"), "E"},
+				// What the grant keeps, and what it costs.
+				{"an existing file in the home writes", "write:" + f.path("home/notes.txt"), "ok"},
+				{"a directory off the way writes", "write:" + f.path("home/docs/new.txt"), "ok"},
+				{"and makes directories", "mkdir:" + f.path("home/docs/a/b"), "ok"},
+				{"the cost: nothing new directly in the home", "write:" + f.path("home/new.txt"), "EACCES"},
+			}
+			var probes []string
+			for _, tt := range tests {
+				probes = append(probes, tt.probe)
+			}
+			got, rep := f.run(t, spec, probes...)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					if g := got[tt.probe]; !strings.HasPrefix(g, tt.want) || g == "" {
+						t.Errorf("%s: got %q, want %q", tt.probe, g, tt.want)
+					}
+				})
+			}
+			for _, p := range []string{"home/.aws", "home/.netrc", "home/.bashrc", "home/work/deep", "home/work2"} {
+				if _, err := os.Lstat(f.path(p)); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("%s exists after the run (%v)", p, err)
+				}
+			}
+			wantAbsent := []string{f.path("home/.aws"), f.path("home/.bashrc"), f.path("home/.netrc"), f.path("home/work/deep/.env")}
+			if diff := cmp.Diff(wantAbsent, rep.Absent); diff != "" {
+				t.Errorf("report.Absent (-want +got):\n%s", diff)
+			}
+			wantFrozen := []string{f.home, f.path("home/work")}
+			if diff := cmp.Diff(wantFrozen, rep.Frozen); diff != "" {
+				t.Errorf("report.Frozen (-want +got):\n%s", diff)
+			}
+			if s := rep.String(); !strings.Contains(s, "absent=[") || !strings.Contains(s, "frozen=[") || !strings.Contains(s, "the write grants stop at") {
+				t.Errorf("the report does not say what was done for the absent trees: %s", s)
+			}
+			t.Logf("report: %s", rep.String())
+		})
+	}
+	// Without Landlock nothing can keep the server from making them: the
+	// report says so.
+	t.Run("no Landlock", func(t *testing.T) {
+		f := newFixture(t)
+		spec := &Spec{
+			Mode: BestEffort, Probe: forced(LandlockFS, LandlockNet, LandlockScope),
+			Read: []string{f.home}, Write: []string{f.home},
+			Masked: []string{f.path("home/.aws")},
+		}
+		_, sb, err := Command(spec, []string{f.standin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sb.Close()
+		rep := sb.Report()
+		if diff := cmp.Diff([]string{f.path("home/.aws")}, rep.Absent); diff != "" {
+			t.Errorf("report.Absent (-want +got):\n%s", diff)
+		}
+		if len(rep.Frozen) > 0 || !strings.Contains(rep.String(), "without Landlock nothing keeps the server from making them") {
+			t.Errorf("the report does not say the absent tree is open: %s", rep.String())
+		}
+	})
+}

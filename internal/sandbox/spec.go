@@ -34,7 +34,10 @@ type Spec struct {
 	// (FileReach's Masked, and aegis's protected paths: its
 	// configuration, policy, bindings, state directory and binary);
 	// ReadOnly are mounted read-only. A mask wins over a grant. Paths must
-	// be absolute; one that does not exist is skipped.
+	// be absolute. A grant that does not exist is skipped; so is a masked
+	// or read-only tree, which has no place for a mount, but inside a
+	// write grant the grant stops short of it so that the server cannot
+	// make it ([Report.Absent], [Report.Frozen]).
 	Read, Write, Masked, ReadOnly []string
 	// List are trees whose directories the server may list, names only
 	// (no file's content): a server that walks its own allowed
