@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -213,5 +215,80 @@ func TestSandboxEgress(t *testing.T) {
 	}
 	if len(connects) != 3 || !strings.HasPrefix(connects[0], "allow ") || !strings.HasPrefix(connects[1], "allow ") || !strings.HasPrefix(connects[2], "deny ") {
 		t.Errorf("connections in the chain: %q", connects)
+	}
+}
+
+// TestSandboxHTTPSCredential runs a stand-in API client
+// (testdata/sandbox/apiclient.mjs) under `sandbox: required` with a
+// credential for an HTTPS host (a loopback TLS server, example.com in the
+// egress hosts table): the client speaks TLS through a CONNECT as it
+// would to the real host, trusting what node trusts; the host receives
+// the token in place of the client's own Authorization, while the
+// server's environment holds no token; a CONNECT to the same host by
+// address, which has no credential, is an opaque tunnel whose
+// certificate the client does not trust (httptest's own), so nothing is
+// sent.
+func TestSandboxHTTPSCredential(t *testing.T) {
+	needNode(t)
+	const token = "Bearer e2e-HTTPS-TOKEN-c0ffee"
+	var mu sync.Mutex
+	var auths []string
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.WriteString(w, "e2e-API-BODY "+r.Host)
+	}))
+	defer api.Close()
+	port := strconv.Itoa(api.Listener.Addr().(*net.TCPAddr).Port)
+
+	home := tempDir(t)
+	aegisHome := filepath.Join(home, ".local/state/aegis")
+	config := filepath.Join(home, "aegis.yaml")
+	writeFiles(t, home, map[string]string{
+		"api-ca.pem": string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: api.Certificate().Raw})),
+		"aegis.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  api:\n    schema: off\n    sandbox: required\n    dlp: {off: true}\n" +
+			"    egress: {resolver: static, hosts: {example.com: [127.0.0.1]}, admit: [{hosts: [127.0.0.1], classes: [loopback]}]}\n" +
+			"    credentials:\n      - {host: example.com, port: " + port + ", value_env: E2E_API_TOKEN, ca_file: api-ca.pem}\n",
+		"policy.yaml": "version: 1\nrules:\n" +
+			"  - {id: tools, effect: allow, server: api, tool: [get, env], unbound: true}\n" +
+			"  - {id: own, effect: allow, server: api, method: egress/connect}\n" +
+			"  - {id: the-api, effect: allow, capability: net.connect, host: [example.com, 127.0.0.1], port: [" + port + "]}\n",
+	})
+	plan := writeMethodPlan(t, []methodCall{
+		{Name: "get the api", Tool: "get", Arguments: map[string]any{"url": "https://example.com:" + port + "/v1/me"}},
+		{Name: "get it again", Tool: "get", Arguments: map[string]any{"url": "https://example.com:" + port + "/v1/again"}},
+		{Name: "get it by address", Tool: "get", Arguments: map[string]any{"url": "https://127.0.0.1:" + port + "/v1/me"}},
+		{Name: "the token in the environment", Tool: "env", Arguments: map[string]any{"value": "HTTPS-TOKEN"}},
+	}, false)
+	env := append(baseEnv(home, aegisHome), "E2E_API_TOKEN="+token)
+	r := mustDriver(t, env, []string{"calls", plan},
+		aegisRun(config, "api", nodeBin, filepath.Join(e2eDir, "testdata", "sandbox", "apiclient.mjs")))
+	res := stepResults(t, r)
+	t.Logf("results:\n%s\nstderr:\n%s", strings.Join(res, "\n"), r.Stderr)
+	if len(res) != 4 {
+		t.Fatalf("%d results", len(res))
+	}
+	for i := range 2 {
+		if !strings.Contains(res[i], "200 e2e-API-BODY example.com:"+port) {
+			t.Errorf("the API was not reached with TLS the client trusts: %s", res[i])
+		}
+	}
+	if strings.Contains(res[2], "e2e-API-BODY") || !strings.Contains(res[2], "error") {
+		t.Errorf("a tunnel by address was trusted: %s", res[2])
+	}
+	if !strings.Contains(res[3], "not held") {
+		t.Errorf("the server's environment: %s", res[3])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(auths) != 2 || auths[0] != token || auths[1] != token {
+		t.Errorf("the API saw Authorization %q, want the token twice", auths)
+	}
+	if strings.Contains(string(r.Raw), "e2e-HTTPS-TOKEN") || strings.Contains(r.Stderr, "e2e-HTTPS-TOKEN") {
+		t.Error("the token reached the client or the log")
+	}
+	if !strings.Contains(r.Stderr, "the proxy sets credentials for https://example.com:"+port) {
+		t.Errorf("aegis did not say which hosts it intercepts:\n%s", r.Stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -200,20 +202,30 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		Network: sandbox.ProxyNetwork,
 	}
 	if relay.Sandbox != sandbox.Off {
+		// The proxy is made first: the server is to trust its CA, which
+		// intercepts the TLS of its https credentials' hosts. The runtime's
+		// hosts are the sandbox's, known once it is built and before the
+		// proxy serves.
+		var runtimeHosts []string
+		ep, err := egressProxy(name, eng.Server(name), sess, relay.Credentials, func() []string { return runtimeHosts }, stderr)
+		if err != nil {
+			return fmt.Errorf("server %q: %w", name, err)
+		}
+		defer ep.Close()
+		spec.CACert = ep.CACert()
 		var sb *sandbox.Sandbox
 		if cmd, sb, err = sandbox.Command(spec, fs.Args()); err != nil {
 			return fmt.Errorf("server %q: %w", name, err)
 		}
 		defer sb.Close()
 		rep := sb.Report()
+		runtimeHosts = rep.RuntimeHosts
 		fmt.Fprintf(stderr, "aegis: server %q sandbox: %s\n", name, rep.String())
 		if ln := sb.Listener(); ln != nil {
-			ep, err := egressProxy(name, eng.Server(name), sess, relay.Credentials, rep.RuntimeHosts, stderr)
-			if err != nil {
-				return fmt.Errorf("server %q: %w", name, err)
+			if hosts := credentialHosts(relay.Credentials); len(hosts) > 0 {
+				fmt.Fprintf(stderr, "aegis: server %q egress: the proxy sets credentials for %s (https through this run's CA, which the server trusts for those hosts only)\n", name, strings.Join(hosts, ", "))
 			}
 			go ep.Serve(ln)
-			defer ep.Close()
 		}
 	}
 	var twin func() (*exec.Cmd, func(), error)
@@ -311,13 +323,13 @@ func sandboxProtected(protected []string) (masked, readOnly []string) {
 // (gateway.MethodConnect) and recorded, then dialled by the server's
 // egress gate, which resolves the name once and connects only to a
 // checked address. A refused connection is said on stderr.
-func egressProxy(name string, srv *gateway.Server, sess *gateway.Session, creds []egressproxy.Credential, runtimeHosts []string, stderr io.Writer) (*egressproxy.Proxy, error) {
+func egressProxy(name string, srv *gateway.Server, sess *gateway.Session, creds []egressproxy.Credential, runtimeHosts func() []string, stderr io.Writer) (*egressproxy.Proxy, error) {
 	return egressproxy.New(&egressproxy.Config{
 		Checker: srv.Egress,
 		Decide: func(ctx context.Context, c capability.Capability) (bool, string) {
 			// The registry a package runner fetches the server from, over
 			// TLS: the program's runtime, as its files are (recorded).
-			if c.Port == 443 && slices.Contains(runtimeHosts, c.Host) {
+			if c.Port == 443 && slices.Contains(runtimeHosts(), c.Host) {
 				if err := sess.ConnectRuntime(ctx, c, "the server's program fetches the server from its registry"); err != nil {
 					return false, "aegis could not record the decision"
 				}
@@ -341,4 +353,27 @@ func egressProxy(name string, srv *gateway.Server, sess *gateway.Session, creds 
 		},
 		Credentials: creds,
 	})
+}
+
+// credentialHosts names the credentials' targets for the log, once each:
+// scheme, host and port, never a value.
+func credentialHosts(creds []egressproxy.Credential) []string {
+	var out []string
+	for _, c := range creds {
+		scheme, port := c.Scheme, c.Port
+		if scheme == "" {
+			scheme = "https"
+		}
+		if port == 0 {
+			port = 443
+			if scheme == "http" {
+				port = 80
+			}
+		}
+		h := scheme + "://" + net.JoinHostPort(c.Host, strconv.Itoa(int(port)))
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
 }

@@ -161,7 +161,9 @@ type fileServer struct {
 	// minimal one: NAME (from aegis's environment) or NAME=VALUE.
 	Env strictyaml.StringList `yaml:"env"`
 	// Credentials are added by the egress proxy of a sandboxed server to
-	// its plain-HTTP requests for their hosts; the server never holds them.
+	// its requests for their hosts (https ones by intercepting its TLS to
+	// them); the server never holds them. A relative ca_file is relative
+	// to the configuration file's directory.
 	Credentials []egressproxy.Credential `yaml:"credentials"`
 }
 
@@ -563,8 +565,14 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			}
 			sbMode = m
 		}
+		creds := slices.Clone(fs.Credentials)
+		for i := range creds {
+			if creds[i].CAFile != "" {
+				creds[i].CAFile = rel(creds[i].CAFile)
+			}
+		}
 		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout,
-			Sandbox: sbMode, Env: fs.Env, Credentials: fs.Credentials}
+			Sandbox: sbMode, Env: fs.Env, Credentials: creds}
 		if sem.ArgDirs {
 			r := c.Relay[name]
 			r.ArgDirsAfter = sem.ArgDirsAfter

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/dlp"
+	"github.com/aegis-mcp/aegis/internal/egressproxy"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/sandbox"
@@ -191,6 +192,33 @@ func TestRelaySettings(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs: {sandbox: maybe}\n"), read); err == nil || !strings.Contains(err.Error(), `sandbox "maybe"`) {
 		t.Errorf("sandbox: maybe: error %v, want one naming it", err)
+	}
+}
+
+// TestCredentials: a server's credentials reach its relay settings as
+// given, a relative ca_file made relative to the configuration's
+// directory; their keys are checked strictly (the egress proxy checks
+// their values when it starts).
+func TestCredentials(t *testing.T) {
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	cfg, err := Parse("/etc/aegis/c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  api:\n    credentials:\n"+
+		"      - {host: api.example.com, value_env: API_TOKEN, ca_file: certs/ca.pem}\n"+
+		"      - {host: tracker.internal, scheme: http, port: 8080, header: X-Key, value_env: TRACKER, ca_file: /abs/ca.pem}\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []egressproxy.Credential{
+		{Host: "api.example.com", ValueEnv: "API_TOKEN", CAFile: "/etc/aegis/certs/ca.pem"},
+		{Host: "tracker.internal", Scheme: "http", Port: 8080, Header: "X-Key", ValueEnv: "TRACKER", CAFile: "/abs/ca.pem"},
+	}
+	if diff := cmp.Diff(want, cfg.Relay["api"].Credentials); diff != "" {
+		t.Errorf("credentials (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"{host: a, value: x}", "{host: a, token: x}", "{host: a, root_cas: x}"} {
+		_, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  api:\n    credentials: ["+bad+"]\n"), read)
+		if err == nil || !strings.Contains(err.Error(), "unknown key") {
+			t.Errorf("credentials: [%s]: error %v, want an unknown key", bad, err)
+		}
 	}
 }
 

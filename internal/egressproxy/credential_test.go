@@ -1,6 +1,7 @@
 package egressproxy
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -28,7 +29,7 @@ func TestCredentialsStayWithTheirHost(t *testing.T) {
 	_, proxy := startProxy(t, &Config{
 		Checker:     loopbackChecker(t, hosts),
 		Decide:      rec.allowPorts(api.port(), other.port()),
-		Credentials: []Credential{{Host: "API.example.com.", Port: api.port(), Value: secret}, {Host: "api.example.com", Port: api.port(), Header: "x-api-key", Value: "k3y"}},
+		Credentials: []Credential{{Host: "API.example.com.", Scheme: "http", Port: api.port(), Value: secret}, {Host: "api.example.com", Scheme: "http", Port: api.port(), Header: "x-api-key", Value: "k3y"}},
 	}, rec)
 	A, O := strconv.Itoa(int(api.port())), strconv.Itoa(int(other.port()))
 
@@ -96,7 +97,15 @@ func TestCredentialConfig(t *testing.T) {
 		{"value", Credential{Host: "api.example.com", Value: secret}, ""},
 		{"env", Credential{Host: "api.example.com", ValueEnv: "AEGIS_TEST_TOKEN"}, ""},
 		{"address", Credential{Host: "10.0.0.1", Port: 8080, Header: "X-Key", Value: "v"}, ""},
-		{"https port", Credential{Host: "api.example.com", Port: 443, Value: secret}, "plain http:// only"},
+		{"https", Credential{Host: "api.example.com", Port: 443, Value: secret}, ""},
+		{"https on another port", Credential{Host: "api.example.com", Scheme: "https", Port: 8443, Value: secret}, ""},
+		{"https address", Credential{Host: "::1", Value: secret}, ""},
+		{"http", Credential{Host: "api.example.com", Scheme: "http", Value: secret}, ""},
+		{"bad scheme", Credential{Host: "api.example.com", Scheme: "ftp", Value: secret}, "want https or http"},
+		{"ca_file for http", Credential{Host: "api.example.com", Scheme: "http", CAFile: "/etc/hostname", Value: secret}, "has no certificate"},
+		{"ca_file missing", Credential{Host: "api.example.com", CAFile: "/nonexistent/ca.pem", Value: secret}, "ca_file"},
+		{"ca_file not PEM", Credential{Host: "api.example.com", CAFile: "credential_test.go", Value: secret}, "no PEM certificate"},
+		{"ca_file and RootCAs", Credential{Host: "api.example.com", CAFile: "x.pem", RootCAs: x509.NewCertPool(), Value: secret}, "both ca_file and RootCAs"},
 		{"no host", Credential{Value: secret}, "host: empty"},
 		{"wildcard", Credential{Host: "*.example.com", Value: secret}, "not one host"},
 		{"bad host", Credential{Host: "a..b", Value: secret}, "credentials[0].host"},
@@ -124,10 +133,22 @@ func TestCredentialConfig(t *testing.T) {
 			}
 		})
 	}
-	_, err := New(&Config{Decide: (&recorder{}).allowPorts(), Credentials: []Credential{
-		{Host: "api.example.com", Value: "a"}, {Host: "API.example.com", Port: 80, Header: "authorization", Value: "b"},
-	}})
-	if err == nil || !strings.Contains(err.Error(), "second Authorization") {
-		t.Errorf("a duplicate credential: %v", err)
+	for _, tt := range []struct {
+		name  string
+		creds []Credential
+		want  string
+	}{
+		{"duplicate", []Credential{{Host: "api.example.com", Value: "a"}, {Host: "API.example.com", Port: 443, Header: "authorization", Value: "b"}}, "second Authorization"},
+		{"duplicate http", []Credential{{Host: "api.example.com", Scheme: "http", Value: "a"}, {Host: "API.example.com", Scheme: "http", Port: 80, Value: "b"}}, "second Authorization"},
+		{"one host over http and https", []Credential{{Host: "api.example.com", Scheme: "http", Port: 8080, Value: "a"}, {Host: "api.example.com", Port: 8080, Value: "b"}}, ""},
+		{"two roots", []Credential{{Host: "api.example.com", RootCAs: x509.NewCertPool(), Value: "a"}, {Host: "api.example.com", Header: "X-Key", RootCAs: x509.NewCertPool(), Value: "b"}}, "roots from another credential"},
+		{"roots once", []Credential{{Host: "api.example.com", RootCAs: x509.NewCertPool(), Value: "a"}, {Host: "api.example.com", Header: "X-Key", Value: "b"}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(&Config{Decide: (&recorder{}).allowPorts(), Credentials: tt.creds})
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("New: %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

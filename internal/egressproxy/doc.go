@@ -11,7 +11,8 @@
 // # What it serves
 //
 // CONNECT host:port opens a tunnel (HTTPS, and anything else a client
-// tunnels); an absolute-form request for an http:// URL (GET
+// tunnels), or, for an https credential's host and port, an intercepted
+// session (below); an absolute-form request for an http:// URL (GET
 // http://host/x) is forwarded, with HTTP/1.1 keep-alive. Anything else is
 // refused with 400: origin-form requests, https:// in absolute form,
 // userinfo in the target, an IPv6 zone, a CONNECT with a body, a target
@@ -28,9 +29,11 @@
 // canonical host (every IPv4 spelling, 0x7f.1 or 2130706433, reduced to
 // its address; IPv4-mapped IPv6 unmapped), a port, and a scheme: "http"
 // and the URL for a plain request; for CONNECT, "https" when the port is
-// 443, and no scheme (no URL) for any other port, since the proxy cannot
-// see what a tunnel carries — so a policy rule that names a scheme never
-// allows a tunnel to another port. The connection is made only if
+// 443 or an https credential's, and no scheme (no URL) for any other port,
+// since the proxy cannot see what a tunnel carries — so a policy rule that
+// names a scheme never allows a tunnel to another port. Inside an
+// intercepted session, the connection is decided, not each request: the
+// policy still sees no URL. The connection is made only if
 //
 //  1. Config.Decide, the server's policy, allows the capability, and
 //  2. the [egress.Checker] allows it: the name is resolved once, every
@@ -47,14 +50,38 @@
 //
 // # Credentials at the edge
 //
-// A [Credential] is a header the proxy sets on plain-HTTP requests for one
-// host and port, replacing whatever the server sent, so that the token
-// never enters the server's process. It is never sent to another host: a
-// redirect elsewhere is another request with that host's credentials only.
-// aegis does not intercept TLS, so credentials apply to http:// only; New
-// refuses one for port 443. An origin that echoes request headers back
-// (a debugging endpoint) would show the server its credential: configure
-// credentials only for hosts that do not.
+// A [Credential] is a header the proxy sets on the server's requests for
+// one host, port and scheme, replacing whatever the server sent, so that
+// the token never enters the server's process. An http credential is set
+// on plain requests. An https one (the default) is set inside TLS: a
+// CONNECT to its host and port — and only such a CONNECT; every other
+// stays an opaque tunnel — is intercepted. The proxy dials the host as it
+// dials a tunnel (decided, checked, recorded) and opens its own TLS to it,
+// verified against the system's roots or the credential's CAFile (a
+// certificate that does not verify refuses the CONNECT with 502 and a
+// [Refusal] at stage [Upstream]; there is no unverified fallback). Only
+// then does it answer 200 and take the server's TLS with a certificate
+// for the host from its ephemeral CA ([Proxy.CACert]: ECDSA P-256, made by
+// New, name-constrained to the credentials' hosts, its key dropped once
+// it has signed their certificates), HTTP/1.1 only, refusing a TLS
+// server name for another host. Each request inside is read by net/http
+// (bounded header), refused with 421 unless its Host is the CONNECT's
+// host and port, given the credential by the same rewrite as a plain
+// request, and sent upstream; bodies stream both ways. When the host
+// closes the connection, the next request's new connection is decided
+// again. The server must trust the CA (package sandbox writes it where the
+// server's TLS clients look); a server that does not gets a certificate
+// error and nothing is sent.
+//
+// A credential is never sent to another host: a redirect elsewhere is
+// another request with that host's credentials only; a request for
+// another host inside an intercepted session is refused; an http://
+// request to an https credential's port gets none, so the token never
+// crosses the network in clear. A credential is keyed by the host the
+// server names, not by address: a server that connects to the host's
+// address by IP gets a tunnel without it. An origin that echoes request
+// headers back (a debugging endpoint) would show the server its
+// credential: configure credentials only for hosts that do not.
 //
 // # Bounds
 //

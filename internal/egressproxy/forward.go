@@ -53,9 +53,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request) {
 
 // forwardState is what forward decided, for rewrite and forwardError.
 type forwardState struct {
-	c  capability.Capability
-	u  *url.URL
-	rf Refusal
+	c    capability.Capability
+	u    *url.URL
+	rf   Refusal
+	sess *session // the intercepted CONNECT the request came in, or nil
 }
 
 // hostPort writes a canonical host and a port as a URL authority.
@@ -65,8 +66,9 @@ func hostPort(host string, port uint16) string {
 
 // rewrite builds the upstream request: the decided URL (canonical host and
 // explicit port, which is where the transport dials), no Host override, and
-// the credentials of that host and port, replacing any header of the same
-// name the server sent.
+// the credentials of that host, port and scheme, replacing any header of
+// the same name the server sent. It serves plain requests and those of an
+// intercepted CONNECT alike.
 func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	st, _ := pr.In.Context().Value(forwardKey{}).(*forwardState)
 	if st == nil {
@@ -76,16 +78,36 @@ func (p *Proxy) rewrite(pr *httputil.ProxyRequest) {
 	}
 	u := *st.u
 	pr.Out.URL = &u
-	pr.Out.Host = hostHeader(st.c)
-	for _, h := range p.creds[credKey{st.c.Host, st.c.Port}] {
+	secure := st.sess != nil
+	pr.Out.Host = hostHeader(st.c, secure)
+	for _, h := range p.creds.headers(st.c.Host, st.c.Port, secure) {
 		pr.Out.Header[h.name] = []string{h.value}
 	}
 }
 
+// roundTrip sends an upstream request: a session's by the session's
+// transport, a plain one by the proxy's.
+func (p *Proxy) roundTrip(r *http.Request) (*http.Response, error) {
+	if st, _ := r.Context().Value(forwardKey{}).(*forwardState); st != nil && st.sess != nil {
+		return st.sess.transport.RoundTrip(r)
+	}
+	return p.transport.RoundTrip(r)
+}
+
+// roundTripper makes a function an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // hostHeader is the Host header of a request to c: the canonical host,
-// bracketed if IPv6, with the port unless it is 80.
-func hostHeader(c capability.Capability) string {
-	if c.Port == 80 {
+// bracketed if IPv6, with the port unless it is the scheme's (443 over
+// TLS, else 80).
+func hostHeader(c capability.Capability, secure bool) string {
+	def := uint16(80)
+	if secure {
+		def = 443
+	}
+	if c.Port == def {
 		if c.Addr.Is6() {
 			return "[" + c.Host + "]"
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,8 +39,8 @@ type Config struct {
 	// the handler's goroutine; it MUST NOT block for long.
 	OnRefuse func(Refusal)
 
-	// Credentials are added to plain-HTTP requests for their hosts; see
-	// [Credential].
+	// Credentials are added to the requests for their hosts, https ones
+	// by intercepting the CONNECTs to them; see [Credential].
 	Credentials []Credential
 
 	// MaxConns bounds the client connections served at once, tunnels
@@ -98,6 +99,17 @@ type Proxy struct {
 	srv       *http.Server
 	transport *http.Transport
 	forwarder *httputil.ReverseProxy
+
+	maxHeader         int
+	readHeaderTimeout time.Duration
+
+	// The interception of https credentials' CONNECTs: ca is nil when
+	// there is none; inner serves the sessions' requests, handed to it
+	// through innerLn, from the first session on.
+	ca        *authority
+	inner     *http.Server
+	innerLn   *connListener
+	innerOnce sync.Once
 
 	conns   chan struct{} // a slot per client connection served
 	tunnels chan struct{} // a slot per open tunnel
@@ -166,17 +178,40 @@ func New(cfg *Config) (*Proxy, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	maxHeader := or(cfg.MaxHeaderBytes, defaultMaxHeaderBytes)
+	p.maxHeader = maxHeader
+	p.readHeaderTimeout = or(cfg.ReadHeaderTimeout, defaultReadHeaderTimeout)
 	errLog := slog.NewLogLogger(p.log.Handler(), slog.LevelDebug)
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	p.srv = &http.Server{
 		Handler:                      p,
-		ReadHeaderTimeout:            or(cfg.ReadHeaderTimeout, defaultReadHeaderTimeout),
+		ReadHeaderTimeout:            p.readHeaderTimeout,
 		IdleTimeout:                  p.idle,
 		MaxHeaderBytes:               maxHeader,
 		DisableGeneralOptionsHandler: true,
 		Protocols:                    &protocols,
 		ErrorLog:                     errLog,
+	}
+	if hosts := creds.tlsHosts(); len(hosts) > 0 {
+		if p.ca, err = newAuthority(hosts, time.Now()); err != nil {
+			return nil, fmt.Errorf("egressproxy: the CA of the https credentials: %w", err)
+		}
+		p.innerLn = &connListener{conns: make(chan net.Conn), done: make(chan struct{})}
+		p.inner = &http.Server{
+			Handler:                      http.HandlerFunc(p.serveIntercepted),
+			ReadHeaderTimeout:            p.readHeaderTimeout,
+			IdleTimeout:                  p.idle,
+			MaxHeaderBytes:               maxHeader,
+			DisableGeneralOptionsHandler: true,
+			Protocols:                    &protocols,
+			ErrorLog:                     errLog,
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+				if ic, ok := c.(*interceptConn); ok {
+					return context.WithValue(ctx, sessionKey{}, ic.s)
+				}
+				return ctx
+			},
+		}
 	}
 	p.transport = &http.Transport{
 		Proxy:                  nil, // never another proxy: connect where we checked
@@ -189,11 +224,23 @@ func New(cfg *Config) (*Proxy, error) {
 	}
 	p.forwarder = &httputil.ReverseProxy{
 		Rewrite:      p.rewrite,
-		Transport:    p.transport,
+		Transport:    roundTripper(p.roundTrip),
 		ErrorHandler: p.forwardError,
 		ErrorLog:     errLog,
 	}
 	return p, nil
+}
+
+// CACert returns the PEM certificate of the proxy's ephemeral CA, which
+// issued the certificates it answers intercepted CONNECTs with; nil when
+// no credential is https. The server's TLS clients MUST trust it for
+// their credentials' hosts to work; its name constraints confine it to
+// those hosts. Its key signed those certificates in New and is gone.
+func (p *Proxy) CACert() []byte {
+	if p.ca == nil {
+		return nil
+	}
+	return slices.Clone(p.ca.certPEM)
 }
 
 // or returns v, or def when v is zero.
@@ -254,6 +301,12 @@ func (p *Proxy) ServeConn(c net.Conn) error {
 func (p *Proxy) Shutdown(ctx context.Context) error {
 	p.beginClose()
 	err := p.srv.Shutdown(ctx)
+	if p.inner != nil {
+		// Idle sessions end now; busy ones after their request.
+		if ierr := p.inner.Shutdown(ctx); err == nil {
+			err = ierr
+		}
+	}
 	tunnelsDone := make(chan struct{})
 	go func() {
 		p.work.Wait()
@@ -276,6 +329,10 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 func (p *Proxy) Close() error {
 	p.beginClose()
 	err := p.srv.Close()
+	if p.inner != nil {
+		p.inner.Close()
+		p.innerLn.Close()
+	}
 	p.mu.Lock()
 	p.closed = true
 	open := make([]net.Conn, 0, len(p.upstream)+len(p.clients))

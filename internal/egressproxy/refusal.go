@@ -28,9 +28,12 @@ const (
 	// Egress: the egress checker refused it (scheme, name, an address
 	// of the name, resolution).
 	Egress
+	// Upstream: the host of an intercepted CONNECT failed the proxy's
+	// check of it: its TLS certificate did not verify.
+	Upstream
 )
 
-var stageNames = [...]string{Request: "request", Limit: "limit", Policy: "policy", Egress: "egress"}
+var stageNames = [...]string{Request: "request", Limit: "limit", Policy: "policy", Egress: "egress", Upstream: "upstream"}
 
 // String returns the stage's name for logs.
 func (s Stage) String() string {

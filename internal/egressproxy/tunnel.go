@@ -2,6 +2,7 @@ package egressproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -35,6 +36,13 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, http.StatusServiceUnavailable, rf, true)
 		return
 	}
+	// A CONNECT to an https credential's host and port is intercepted,
+	// and carries https by construction.
+	t := p.creds[credKey{c.Host, c.Port, true}]
+	if t != nil {
+		c.Scheme = "https"
+		rf.Capability = c
+	}
 	if ok, reason := p.decide(r.Context(), c); !ok {
 		rf.Stage, rf.Reason = Policy, reasonOr(reason, "denied by policy")
 		p.refuse(w, http.StatusForbidden, rf, true)
@@ -45,6 +53,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.work.Done()
+	if t != nil {
+		p.intercept(w, r, c, rf, t)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), p.dialTimeout)
 	up, v, err := p.checker.DialCapability(ctx, "tcp", &c)
 	cancel()
@@ -95,14 +107,25 @@ func reasonOr(reason, def string) string {
 	return reason
 }
 
-// dialFailed answers a dial that did not connect: 403 for an egress
-// refusal (reported), 504 for a timeout, 502 otherwise.
+// dialFailed answers a dial that did not connect: 403 for an egress or
+// policy refusal, 502 for an upstream certificate that did not verify
+// (all three reported), 504 for a timeout, 502 otherwise.
 func (p *Proxy) dialFailed(w http.ResponseWriter, rf Refusal, v egress.Verdict, err error, closeConn bool) {
-	var de *egress.DenyError
+	var (
+		de *egress.DenyError
+		pe *deniedError
+		ce *tls.CertificateVerificationError
+	)
 	switch {
 	case errors.As(err, &de):
 		rf.Stage, rf.Reason, rf.Verdict = Egress, de.Verdict.String(), de.Verdict
 		p.refuse(w, http.StatusForbidden, rf, closeConn)
+	case errors.As(err, &pe):
+		rf.Stage, rf.Reason = Policy, pe.reason
+		p.refuse(w, http.StatusForbidden, rf, closeConn)
+	case errors.As(err, &ce):
+		rf.Stage, rf.Reason = Upstream, "its TLS certificate does not verify: "+clip(ce.Err.Error())
+		p.refuse(w, http.StatusBadGateway, rf, closeConn)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
 		p.log.Debug("egress proxy: dial timed out", "target", rf.Target, "host", v.Host)
 		http.Error(w, "aegis egress proxy: connecting to "+rf.Target+" timed out", http.StatusGatewayTimeout)

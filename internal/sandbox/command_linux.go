@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,7 +58,11 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 	if !ns {
 		netw = NoNetwork // no namespace to reach a proxy in
 	}
-	env := spec.environ(os.LookupEnv, "/tmp", netw)
+	var trust []tmpFile
+	if netw == ProxyNetwork {
+		trust = trustFilesFor(spec.CACert, os.LookupEnv, readFileMax)
+	}
+	env := spec.environ(os.LookupEnv, "/tmp", netw, trustOf("/tmp", trust))
 	dir := spec.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -86,7 +91,13 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 			return nil, nil, fmt.Errorf("sandbox: making a private temp directory: %w", err)
 		}
 		tmp, sb.tmpDir = d, d
-		env = spec.environ(os.LookupEnv, tmp, netw)
+		for _, f := range trust {
+			if err := os.WriteFile(filepath.Join(d, f.Name), f.Data, 0o444); err != nil {
+				sb.Close()
+				return nil, nil, fmt.Errorf("sandbox: writing the server's trusted certificates: %w", err)
+			}
+		}
+		env = spec.environ(os.LookupEnv, tmp, netw, trustOf(tmp, trust))
 	}
 
 	p := &plan{
@@ -126,6 +137,9 @@ func Command(spec *Spec, argv []string) (*exec.Cmd, *Sandbox, error) {
 	}
 	if netw == ProxyNetwork {
 		p.ProxyPort = spec.proxyPort()
+	}
+	if privateTmp {
+		p.TmpFiles = trust
 	}
 
 	sb.report = Report{
@@ -262,4 +276,14 @@ func anyUnder(paths []string, dir string) bool {
 		}
 	}
 	return false
+}
+
+// readFileMax reads at most max bytes of the file name.
+func readFileMax(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }

@@ -16,9 +16,11 @@
 // namespaces. That init reads its plan as JSON from an inherited memfd
 // (never argv or the environment, which the server would inherit), then:
 //
-//   - makes every mount private, mounts a private tmpfs on /tmp, an empty
-//     read-only tmpfs over each masked directory (an empty file over a
-//     masked file), and remounts the read-only trees read-only;
+//   - makes every mount private, mounts a private tmpfs on /tmp (and
+//     writes there the egress proxy's CA certificate, [Spec.CACert], for
+//     the server's TLS clients to trust), an empty read-only tmpfs over
+//     each masked directory (an empty file over a masked file), and
+//     remounts the read-only trees read-only;
 //   - brings up lo, and if the server has network, listens on
 //     127.0.0.1:PORT inside the namespace and hands the listening socket
 //     to aegis over an inherited socket pair (SCM_RIGHTS): aegis accepts

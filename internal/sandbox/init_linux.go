@@ -147,6 +147,15 @@ func mounts(p *plan) error {
 		if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 			return fmt.Errorf("mounting a private /tmp: %w", err)
 		}
+		// Written only to the fresh tmpfs: without it, /tmp is the
+		// host's, whose names others may hold, and the files are not
+		// written (the server's TLS clients then trust no CA of aegis's,
+		// and the hosts of its credentials fail, closed).
+		for _, f := range p.TmpFiles {
+			if err := writeTmpFile(f); err != nil {
+				return err
+			}
+		}
 	}
 	for _, m := range p.Masked {
 		if err := mask(m); err != nil {
@@ -164,6 +173,25 @@ func mounts(p *plan) error {
 		if err := remountReadOnly(real); err != nil {
 			return fmt.Errorf("making %s read-only: %w", r, err)
 		}
+	}
+	return nil
+}
+
+// writeTmpFile writes f to the private /tmp, read-only, as a new file.
+func writeTmpFile(f tmpFile) error {
+	if f.Name == "" || f.Name != filepath.Base(f.Name) || f.Name[0] == '.' {
+		return fmt.Errorf("writing %q to /tmp: not a plain file name", f.Name)
+	}
+	w, err := os.OpenFile(filepath.Join("/tmp", f.Name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o444)
+	if err != nil {
+		return fmt.Errorf("writing %s to the private /tmp: %w", f.Name, err)
+	}
+	if _, err := w.Write(f.Data); err != nil {
+		w.Close()
+		return fmt.Errorf("writing %s to the private /tmp: %w", f.Name, err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("writing %s to the private /tmp: %w", f.Name, err)
 	}
 	return nil
 }

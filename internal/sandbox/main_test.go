@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -30,10 +31,12 @@ func TestMain(m *testing.M) {
 // standin runs each probe, written KIND:ARG: read (a file), write (create
 // a file), mkdir (a directory and its parents), rename (FROM>TO), tcp
 // (connect to an address and read a line), unix (the same on a socket
-// file), env (a variable).
+// file), sha256 (a file's digest), env (a variable). $TMPDIR in an
+// argument is the stand-in's.
 func standin(probes []string) {
 	for _, p := range probes {
 		kind, arg, _ := strings.Cut(p, ":")
+		arg = strings.ReplaceAll(arg, "$TMPDIR", os.Getenv("TMPDIR"))
 		var out string
 		var err error
 		switch kind {
@@ -57,6 +60,12 @@ func standin(probes []string) {
 				n, rerr := c.Read(b)
 				out, err = strings.TrimSpace(string(b[:n])), rerr
 				c.Close()
+			}
+		case "sha256":
+			// The file's digest: a file of many lines in one line.
+			var b []byte
+			if b, err = os.ReadFile(arg); err == nil {
+				out = fmt.Sprintf("%x", sha256.Sum256(b))
 			}
 		case "env":
 			v, ok := os.LookupEnv(arg)

@@ -11,10 +11,12 @@ type plan struct {
 
 	// Namespaces says the init runs in new user, mount and network
 	// namespaces: it mounts, and brings up lo.
-	Namespaces bool     `json:"namespaces"`
-	PrivateTmp bool     `json:"private_tmp"`
-	Masked     []string `json:"masked,omitempty"`
-	ReadOnly   []string `json:"read_only,omitempty"`
+	Namespaces bool `json:"namespaces"`
+	PrivateTmp bool `json:"private_tmp"`
+	// TmpFiles are written to the private /tmp once it is mounted.
+	TmpFiles []tmpFile `json:"tmp_files,omitempty"`
+	Masked   []string  `json:"masked,omitempty"`
+	ReadOnly []string  `json:"read_only,omitempty"`
 
 	// Landlock is the ABI version to use; 0 means none.
 	Landlock int      `json:"landlock"`

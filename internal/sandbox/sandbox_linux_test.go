@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -491,4 +493,84 @@ func TestAbsentMasks(t *testing.T) {
 			t.Errorf("the report does not say the absent tree is open: %s", rep.String())
 		}
 	})
+}
+
+// TestTrust: the proxy's CA reaches the server as files in its temp
+// directory, named by the variables TLS clients read, wherever that
+// directory is; a variable the configuration sets is left alone; a server
+// without the proxy gets none.
+func TestTrust(t *testing.T) {
+	needKernel(t)
+	f := newFixture(t)
+	ca := []byte("-----BEGIN CERTIFICATE-----\nnot parsed by the sandbox\n-----END CERTIFICATE-----\n")
+	digest := func(b []byte) string { return fmt.Sprintf("ok %x", sha256.Sum256(b)) }
+	var bundle []byte
+	for _, name := range append([]string{os.Getenv("SSL_CERT_FILE")}, systemBundles...) {
+		if b, err := os.ReadFile(name); err == nil && len(b) > 0 {
+			bundle = append(append(b, '\n'), ca...)
+			break
+		}
+	}
+	if bundle == nil {
+		t.Skip("no system bundle of roots on this machine")
+	}
+	// A grant under /tmp: the server's temp directory is one of its own
+	// there, not a private /tmp.
+	underTmp, err := os.MkdirTemp("/tmp", "aegis-trust-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(underTmp)
+
+	tests := []struct {
+		name   string
+		spec   func(*Spec)
+		tmp    string // the server's temp directory; "" for a directory of its own
+		wantCA bool
+		mine   bool // SSL_CERT_FILE is the configuration's
+	}{
+		{"a private /tmp", func(*Spec) {}, "/tmp", true, false},
+		{"a temp directory of its own", func(s *Spec) { s.Read = append(s.Read, underTmp) }, "", true, false},
+		{"the configuration's SSL_CERT_FILE", func(s *Spec) { s.Env = append(s.Env, "SSL_CERT_FILE=/etc/mine.pem") }, "/tmp", true, true},
+		{"no proxy, no CA", func(s *Spec) { s.Network = NoNetwork }, "/tmp", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := f.spec(Required)
+			spec.CACert = ca
+			tt.spec(spec)
+			probes := []string{"env:TMPDIR", "env:NODE_EXTRA_CA_CERTS", "env:SSL_CERT_FILE", "env:REQUESTS_CA_BUNDLE", "env:CURL_CA_BUNDLE",
+				"sha256:$TMPDIR/aegis-ca.pem", "sha256:$TMPDIR/aegis-ca-bundle.pem"}
+			got, _ := f.run(t, spec, probes...)
+			tmp := strings.TrimPrefix(got["env:TMPDIR"], "ok ")
+			if tt.tmp != "" && tmp != tt.tmp || tt.tmp == "" && !strings.HasPrefix(tmp, os.TempDir()+"/aegis-sandbox-") {
+				t.Fatalf("TMPDIR %q, want %q", tmp, tt.tmp)
+			}
+			caPath, bundlePath := tmp+"/aegis-ca.pem", tmp+"/aegis-ca-bundle.pem"
+			want := map[string]string{
+				"env:NODE_EXTRA_CA_CERTS":            "ok " + caPath,
+				"env:SSL_CERT_FILE":                  "ok " + bundlePath,
+				"env:REQUESTS_CA_BUNDLE":             "ok " + bundlePath,
+				"env:CURL_CA_BUNDLE":                 "ok " + bundlePath,
+				"sha256:$TMPDIR/aegis-ca.pem":        digest(ca),
+				"sha256:$TMPDIR/aegis-ca-bundle.pem": digest(bundle),
+			}
+			if tt.mine {
+				want["env:SSL_CERT_FILE"] = "ok /etc/mine.pem"
+			}
+			if !tt.wantCA {
+				for _, p := range probes[1:] {
+					want[p] = "error unset"
+					if strings.HasPrefix(p, "sha256:") {
+						want[p] = "ENOENT"
+					}
+				}
+			}
+			for _, p := range probes[1:] {
+				if got[p] != want[p] {
+					t.Errorf("%s: got %q, want %q", p, got[p], want[p])
+				}
+			}
+		})
+	}
 }

@@ -57,6 +57,19 @@ type Spec struct {
 	// is not granted by itself.
 	Dir string
 
+	// CACert holds PEM certificates the server's TLS clients are to trust
+	// beyond the system's roots: the egress proxy's CA (its certificate,
+	// never its key), with which the proxy intercepts the TLS of the hosts
+	// whose credentials it holds. With [ProxyNetwork], Command writes it to
+	// the server's private temp directory, alone as aegis-ca.pem and after
+	// the system's roots as aegis-ca-bundle.pem, and names the first in
+	// NODE_EXTRA_CA_CERTS (Node adds it to its own roots) and the second in
+	// SSL_CERT_FILE (OpenSSL, Go, Ruby), REQUESTS_CA_BUNDLE (Python's
+	// requests) and CURL_CA_BUNDLE, unless Env gives that variable a
+	// value. Without a system bundle to start from (none of the usual
+	// files) only NODE_EXTRA_CA_CERTS is set. Nil means none.
+	CACert []byte
+
 	// Network is what network the server has. With [ProxyNetwork],
 	// [Sandbox.Listener] accepts the server's connections to the proxy.
 	Network Network
@@ -94,8 +107,9 @@ func (s *Spec) proxyPort() int {
 }
 
 // environ returns the server's environment: the minimal one, the
-// variables the spec lists, and the proxy's; lookup reads aegis's.
-func (s *Spec) environ(lookup func(string) (string, bool), tmp string, netw Network) []string {
+// variables the spec lists, the proxy's, and those naming trust, the
+// files the server is to trust; lookup reads aegis's.
+func (s *Spec) environ(lookup func(string) (string, bool), tmp string, netw Network, trust trustFiles) []string {
 	env := map[string]string{}
 	for _, name := range []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME"} {
 		if v, ok := lookup(name); ok {
@@ -125,6 +139,11 @@ func (s *Spec) environ(lookup func(string) (string, bool), tmp string, netw Netw
 		if _, set := env["NODE_USE_ENV_PROXY"]; !set {
 			env["NODE_USE_ENV_PROXY"] = "1"
 		}
+		for name, path := range trust.vars() {
+			if _, set := env[name]; !set && path != "" {
+				env[name] = path
+			}
+		}
 	} else {
 		for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"} {
 			delete(env, name)
@@ -147,4 +166,88 @@ func getenv(env []string, name string) string {
 		}
 	}
 	return ""
+}
+
+// The files of Spec.CACert, in the server's temp directory.
+const (
+	caFile       = "aegis-ca.pem"
+	caBundleFile = "aegis-ca-bundle.pem"
+)
+
+// trustFiles are the paths, as the server sees them, of the files it is
+// to trust: the CA alone and the bundle (empty: none).
+type trustFiles struct{ ca, bundle string }
+
+// vars maps each variable that names a trust file to the file.
+func (t trustFiles) vars() map[string]string {
+	return map[string]string{
+		"NODE_EXTRA_CA_CERTS": t.ca,
+		"SSL_CERT_FILE":       t.bundle,
+		"REQUESTS_CA_BUNDLE":  t.bundle,
+		"CURL_CA_BUNDLE":      t.bundle,
+	}
+}
+
+// tmpFile is a file the server finds in its temp directory.
+type tmpFile struct {
+	Name string `json:"name"` // a base name
+	Data []byte `json:"data"`
+}
+
+// systemBundles are the system's bundles of trusted roots, the first that
+// exists used: Go's list (crypto/x509, root_linux.go).
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",                // Debian, Ubuntu, Gentoo, Arch
+	"/etc/pki/tls/certs/ca-bundle.crt",                  // Fedora, RHEL 6
+	"/etc/ssl/ca-bundle.pem",                            // OpenSUSE
+	"/etc/pki/tls/cacert.pem",                           // OpenELEC
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", // CentOS, RHEL 7
+	"/etc/ssl/cert.pem",                                 // Alpine
+}
+
+// maxBundleBytes bounds the system bundle copied into the plan, which is
+// itself bounded (maxPlanBytes).
+const maxBundleBytes = 2 << 20
+
+// trustFilesFor returns the files of ca for the server's temp directory:
+// ca alone, and after the system's roots (aegis's SSL_CERT_FILE, else the
+// first of systemBundles), unless there are none or they are too large.
+// readFile reads a file, at most max bytes.
+func trustFilesFor(ca []byte, lookup func(string) (string, bool), readFile func(name string, max int64) ([]byte, error)) []tmpFile {
+	if len(ca) == 0 {
+		return nil
+	}
+	files := []tmpFile{{Name: caFile, Data: ca}}
+	candidates := systemBundles
+	if f, ok := lookup("SSL_CERT_FILE"); ok && f != "" {
+		candidates = []string{f}
+	}
+	for _, f := range candidates {
+		sys, err := readFile(f, maxBundleBytes+1)
+		if err != nil || len(sys) == 0 {
+			continue
+		}
+		if len(sys) > maxBundleBytes {
+			break
+		}
+		bundle := make([]byte, 0, len(sys)+1+len(ca))
+		bundle = append(append(bundle, sys...), '\n')
+		files = append(files, tmpFile{Name: caBundleFile, Data: append(bundle, ca...)})
+		break
+	}
+	return files
+}
+
+// trustOf returns where the server finds files in its temp directory tmp.
+func trustOf(tmp string, files []tmpFile) trustFiles {
+	var t trustFiles
+	for _, f := range files {
+		switch f.Name {
+		case caFile:
+			t.ca = tmp + "/" + caFile
+		case caBundleFile:
+			t.bundle = tmp + "/" + caBundleFile
+		}
+	}
+	return t
 }
