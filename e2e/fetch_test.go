@@ -284,7 +284,7 @@ func runFetchServer(t *testing.T, node string, plan []methodCall, subst ...strin
 	home := tempDir(t)
 	aegisHome := filepath.Join(home, ".local/state/aegis")
 	files := map[string]string{}
-	for _, f := range []string{"aegis.yaml", "bindings.yaml", "policy.yaml"} {
+	for _, f := range []string{"aegis.yaml", "policy.yaml"} {
 		b, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "fetch", f))
 		if err != nil {
 			t.Fatal(err)

@@ -46,7 +46,7 @@ type Builtin struct {
 // values: callers may not share and mutate them.
 func Builtins() map[string]*Builtin {
 	m := make(map[string]*Builtin)
-	for _, b := range []*Builtin{filesystemBuiltin(), fetchBuiltin(), commandsBuiltin()} {
+	for _, b := range []*Builtin{filesystemBuiltin(), fetchBuiltin(), npxFetchBuiltin(), commandsBuiltin()} {
 		m[b.Name] = b
 	}
 	return m
@@ -138,6 +138,25 @@ func filesystemBuiltin() *Builtin {
 			&Binding{Tool: "get_file_info", Tier: dr, Args: []Arg{r("/path")}},
 			&Binding{Tool: "list_allowed_directories", Tier: ro},
 		),
+	}
+}
+
+// npxFetchBuiltin models @tokenizin/mcp-npx-fetch, a URL-fetching server
+// on npm: each of its four tools connects to the URL it is given (and
+// sends the headers the model chose, which DLP reads as it reads every
+// argument). It follows redirects itself: under the sandbox each is a new
+// connection, decided at the egress proxy.
+func npxFetchBuiltin() *Builtin {
+	url := func(tool string) *Binding {
+		return &Binding{Tool: tool, Tier: capability.TierDataRead, Args: []Arg{
+			curatedArg("/url", capability.NetConnect, FormURL),
+		}}
+	}
+	return &Builtin{
+		Name:        "npx-fetch",
+		Package:     "@tokenizin/mcp-npx-fetch",
+		Description: "a URL-fetching server on npm (tools fetch_html, fetch_markdown, fetch_txt, fetch_json, argument url)",
+		Tools:       table(url("fetch_html"), url("fetch_markdown"), url("fetch_txt"), url("fetch_json")),
 	}
 }
 
