@@ -109,6 +109,10 @@ func TestApprovalsThroughTheCLI(t *testing.T) {
 			t.Errorf("aegis log does not show %q:\n%s", want, log)
 		}
 	}
+	// recheck: the asks are decided again; the answers are a person's.
+	if out, code := aegisCLI(t, h.env, "recheck", "--config", filepath.Join(h.home, "asking.yaml"), "--policy", filepath.Join(h.home, "asking-policy.yaml"), "--server", "fs"); code != 0 || !strings.Contains(out, "0 flip") || !strings.Contains(out, "2 a person's answers to asks, kept") {
+		t.Errorf("aegis recheck (exit %d):\n%s", code, out)
+	}
 	if out, code := aegisCLI(t, h.env, "approvals", "list"); code != 0 || !strings.Contains(out, "no call is waiting") {
 		t.Errorf("approvals left waiting: %s", out)
 	}

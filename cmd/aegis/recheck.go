@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
@@ -55,7 +56,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var total, flips, kept, unverified int
+	var total, flips, kept, answers, unverified int
 	perRule := map[string]int{}
 	// A recheck reads every entry once and keeps little: fewer, larger
 	// collections cost less CPU than the default.
@@ -78,7 +79,11 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 				mark = " [UNVERIFIED]"
 			}
 			if !ok {
-				kept++
+				if slices.Contains(e.Rules, gateway.RuleApproval) {
+					answers++ // a person's answer to an ask: the ask itself is rechecked
+				} else {
+					kept++
+				}
 				return nil
 			}
 			now := v.Effect.String()
@@ -105,7 +110,11 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "%d entries, %d flip, %d decided by aegis's own checks and kept\n", total, flips, kept)
+	fmt.Fprintf(stdout, "%d entries, %d flip, %d decided by aegis's own checks and kept", total, flips, kept)
+	if answers > 0 {
+		fmt.Fprintf(stdout, ", %d a person's answers to asks, kept (their asks are rechecked)", answers)
+	}
+	fmt.Fprintln(stdout)
 	switch {
 	case unverified == 1:
 		fmt.Fprintln(stdout, "1 entry after the last signature is not vouched for by the chain's key (aegis verify says more)")
