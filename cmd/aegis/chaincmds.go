@@ -223,7 +223,7 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 	}
 	fmt.Fprintln(stdout)
 	for _, c := range e.Caps {
-		fmt.Fprintf(stdout, "         %s\n", capLine(capJSON{Kind: c.Kind, Path: c.Path, Subtree: c.Subtree, Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL, Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command, IDKind: c.IDKind, ID: c.ID}))
+		fmt.Fprintf(stdout, "         %s\n", capLine(capJSON{Kind: c.Kind, Path: c.Path, Subtree: c.Subtree, Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL, Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command, IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven}))
 	}
 	_, err := fmt.Fprintf(stdout, "         %s\n", e.Reason)
 	return err

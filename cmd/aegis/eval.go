@@ -173,6 +173,8 @@ type capJSON struct {
 	Command string   `json:"command,omitempty"`
 	IDKind  string   `json:"id_kind,omitempty"`
 	ID      string   `json:"id,omitempty"`
+	// Unproven: an id the server did not return (provenance flag).
+	Unproven bool `json:"unproven,omitempty"`
 }
 
 func capsJSON(caps []capability.Capability) []capJSON {
@@ -182,7 +184,7 @@ func capsJSON(caps []capability.Capability) []capJSON {
 			Kind: c.Kind.String(), Path: c.Path, Subtree: c.Subtree,
 			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
-			IDKind: c.IDKind, ID: c.ID,
+			IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven,
 		}
 		if c.Kind == capability.NetConnect {
 			j.Classes = c.Classes.Names()

@@ -109,6 +109,8 @@ func capLine(c capJSON) string {
 		return c.Kind + " arbitrary shell: " + c.Command
 	case c.Program != "":
 		return c.Kind + " " + strings.Join(c.Argv, " ")
+	case c.ID != "" && c.Unproven:
+		return c.Kind + " " + c.IDKind + " " + c.ID + " (unproven: not among the server's own results)"
 	case c.ID != "":
 		return c.Kind + " " + c.IDKind + " " + c.ID
 	}

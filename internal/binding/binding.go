@@ -57,6 +57,12 @@ type Arg struct {
 	// carry [capability.Capability].Subtree. Like the other fields it can
 	// only make a call need more authority, never less.
 	Subtree bool
+	// FlagUnproven says what an id argument the server did not return in
+	// the session does (R16): false (provenance required, the default)
+	// refuses the call; true (provenance flag) marks the capability
+	// [capability.Capability].Unproven and lets the policy decide,
+	// typically ask (a new payee or recipient). Only for kind id.
+	FlagUnproven bool
 }
 
 // Binding is the binding of one tool.

@@ -56,9 +56,35 @@ type fileArg struct {
 	Form    formValue      `yaml:"form"`
 	IDKind  idKindValue    `yaml:"id_kind"`
 	Subtree subtreeValue   `yaml:"subtree"`
+	// Provenance is required (the default: an id the server never
+	// returned refuses the call) or flag (it marks the id unproven, and
+	// the policy decides).
+	Provenance provenanceValue `yaml:"provenance"`
 }
 
 func (*fileArg) YAMLName() string { return "arg" }
+
+// provenanceValue is the provenance key of an id argument.
+type provenanceValue struct {
+	flag bool
+	pos  strictyaml.Pos
+}
+
+func (v *provenanceValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
+	s, err := scalar(file, n)
+	if err != nil {
+		return err
+	}
+	switch s {
+	case "required":
+	case "flag":
+		v.flag = true
+	default:
+		return strictyaml.Errorf(file, n, "provenance %q: want required or flag", s)
+	}
+	v.pos = strictyaml.PosOf(file, n)
+	return nil
+}
 
 type tierValue struct{ capability.Tier }
 
@@ -240,7 +266,7 @@ func tableOf(errs *strictyaml.List, top strictyaml.Pos, what string, m map[strin
 				errs.AddError(strictyaml.ErrorAt(ft.Pos, "%s %q: an empty arg", what, name))
 				continue
 			}
-			a := Arg{Pointer: fa.Pointer.Pointer, Kind: fa.Kind.Kind, Form: fa.Form.Form, IDKind: fa.IDKind.name, Subtree: fa.Subtree.set}
+			a := Arg{Pointer: fa.Pointer.Pointer, Kind: fa.Kind.Kind, Form: fa.Form.Form, IDKind: fa.IDKind.name, Subtree: fa.Subtree.set, FlagUnproven: fa.Provenance.flag}
 			if a.Form != FormDefault && !validForm(a.Kind, a.Form) {
 				errs.AddError(strictyaml.ErrorAt(fa.Form.pos, "form %s does not apply to %s", a.Form, a.Kind))
 			}
@@ -249,6 +275,9 @@ func tableOf(errs *strictyaml.List, top strictyaml.Pos, what string, m map[strin
 				errs.AddError(strictyaml.ErrorAt(fa.Pos, "an id argument needs id_kind"))
 			case a.Kind != capability.ID && a.IDKind != "":
 				errs.AddError(strictyaml.ErrorAt(fa.IDKind.pos, "id_kind applies only to kind id, not %s", a.Kind))
+			}
+			if fa.Provenance.pos.Line > 0 && a.Kind != capability.ID {
+				errs.AddError(strictyaml.ErrorAt(fa.Provenance.pos, "provenance applies only to kind id, not %s", a.Kind))
 			}
 			if a.Subtree && (a.Kind != capability.FSRead && a.Kind != capability.FSWrite || a.form() != FormPath) {
 				errs.AddError(strictyaml.ErrorAt(fa.Subtree.pos, "subtree applies only to a path of kind fs.read or fs.write, not %s", a.Kind))
@@ -286,6 +315,9 @@ func (b *Binding) String() string {
 		}
 		if a.Subtree {
 			s += "(subtree)"
+		}
+		if a.FlagUnproven {
+			s += "(provenance flag)"
 		}
 	}
 	return s

@@ -94,6 +94,12 @@ type Capability struct {
 	// and the id, trimmed of surrounding space.
 	IDKind string
 	ID     string
+	// Unproven marks an id that the server did not return in this
+	// session, for an argument whose binding says provenance: flag (R16):
+	// the policy decides what an unproven id does (typically ask: a new
+	// payee looks the same whether the user or an attacker chose it). An
+	// id bound with provenance required is refused instead.
+	Unproven bool
 }
 
 // Tier is the risk tier of a tool's action, set by its confirmed binding and

@@ -172,6 +172,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 			v.Bound, v.Tier = true, req.Tier
 			return nil, nil, false
 		}
+		e.flagUnproven(c, b, caps)
 	}
 	if len(rel) > 0 {
 		caps = append(caps, rel...)

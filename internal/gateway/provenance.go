@@ -10,9 +10,14 @@ import (
 
 // provenance checks every id capability against the ids the server
 // returned in this session (R16): every candidate of every kind must be a
-// member; an empty list where ids belong fails the call.
+// member; an empty list where ids belong fails the call. A kind whose every
+// argument the binding flags (provenance flag) is checked id by id
+// instead: a non-member is marked Unproven, for the policy to decide
+// (only rules that say unproven: true grant it), and a blank one still
+// fails the call.
 func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capability, root args.Value) error {
 	var kinds []string
+	var required []string // the kinds some argument requires proven
 	for i := range b.Args {
 		a := &b.Args[i]
 		if a.Kind != capability.ID {
@@ -23,6 +28,9 @@ func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capab
 		}
 		if a.IDKind != "" && !contains(kinds, a.IDKind) {
 			kinds = append(kinds, a.IDKind)
+		}
+		if !a.FlagUnproven && !contains(required, a.IDKind) {
+			required = append(required, a.IDKind)
 		}
 	}
 	var ids []string
@@ -36,11 +44,51 @@ func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capab
 		if len(ids) == 0 {
 			continue // the argument is absent: no id to prove
 		}
-		if ok, why := e.sessions.Check(c.Session, k, ids); !ok {
-			return refusal(RuleProvenance, "%s: ids must come from this session's own results", why)
+		if contains(required, k) {
+			if ok, why := e.sessions.Check(c.Session, k, ids); !ok {
+				return refusal(RuleProvenance, "%s: ids must come from this session's own results", why)
+			}
+			continue
+		}
+		// Flagged: each was marked before the policy (flagUnproven); a
+		// blank one is no id at all.
+		for i := range caps {
+			if cp := &caps[i]; cp.Kind == capability.ID && cp.IDKind == k && strings.TrimSpace(cp.ID) == "" {
+				return refusal(RuleProvenance, "a blank id of kind %s", k)
+			}
 		}
 	}
 	return nil
+}
+
+// flagUnproven marks, before the policy decides, each id of a kind whose
+// every argument the binding flags (provenance flag) that the server did
+// not return in this session: the policy then decides it, and only a rule
+// that says unproven: true grants it.
+func (e *Engine) flagUnproven(c *Call, b *binding.Binding, caps []capability.Capability) {
+	var flagged, required []string
+	for i := range b.Args {
+		a := &b.Args[i]
+		switch {
+		case a.Kind != capability.ID:
+		case a.FlagUnproven:
+			flagged = append(flagged, a.IDKind)
+		default:
+			required = append(required, a.IDKind)
+		}
+	}
+	if len(flagged) == 0 {
+		return
+	}
+	for i := range caps {
+		cp := &caps[i]
+		if cp.Kind != capability.ID || !contains(flagged, cp.IDKind) || contains(required, cp.IDKind) {
+			continue
+		}
+		if ok, _ := e.sessions.Check(c.Session, cp.IDKind, []string{cp.ID}); !ok {
+			cp.Unproven = true
+		}
+	}
 }
 
 // emptyList reports whether a pointer of the form /a/b/* names an array

@@ -51,6 +51,8 @@ type celCap struct {
 	IDKind  string   `cel:"id_kind"`
 	ID      string   `cel:"id"`
 	Subtree bool     `cel:"subtree"`
+	// Unproven: an id the server did not return (provenance flag).
+	Unproven bool `cel:"unproven"`
 }
 
 // celVars holds what the conditions of one Decide evaluate: the request
@@ -126,18 +128,19 @@ func (v *celVars) activation() *celActivation {
 		return a
 	}
 	a.cap = celCap{
-		Kind:    c.Kind.String(),
-		Path:    c.Path,
-		Scheme:  c.Scheme,
-		Host:    c.Host,
-		Port:    int64(c.Port),
-		URL:     c.URL,
-		Program: c.Program,
-		Argv:    c.Argv,
-		Shell:   c.Shell,
-		IDKind:  c.IDKind,
-		ID:      c.ID,
-		Subtree: c.Subtree,
+		Kind:     c.Kind.String(),
+		Path:     c.Path,
+		Scheme:   c.Scheme,
+		Host:     c.Host,
+		Port:     int64(c.Port),
+		URL:      c.URL,
+		Program:  c.Program,
+		Argv:     c.Argv,
+		Shell:    c.Shell,
+		IDKind:   c.IDKind,
+		ID:       c.ID,
+		Subtree:  c.Subtree,
+		Unproven: c.Unproven,
 	}
 	if a.cap.Argv == nil {
 		a.cap.Argv = []string{}

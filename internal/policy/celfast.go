@@ -205,6 +205,8 @@ func (c *fastCompiler) boolean(e celast.Expr) fastBool {
 			return func(v *celVars) (bool, bool) { return v.c != nil && v.c.Shell, v.charge(2) }
 		case "cap.subtree":
 			return func(v *celVars) (bool, bool) { return v.c != nil && v.c.Subtree, v.charge(2) }
+		case "cap.unproven":
+			return func(v *celVars) (bool, bool) { return v.c != nil && v.c.Unproven, v.charge(2) }
 		}
 		return nil
 	case celast.IdentKind:

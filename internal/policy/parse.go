@@ -241,6 +241,9 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 		r.shell = c.boolean("shell", rs.Shell)
 	}
 	r.idKinds = c.names("id_kind", rs.IDKind)
+	if rs.Unproven.set {
+		r.unproven = c.boolean("unproven", rs.Unproven)
+	}
 	if rs.When.set {
 		cond, err := compileCondition(rs.When.value)
 		if err != nil {
@@ -406,6 +409,7 @@ func (c *compiler) kinds(rs *ruleSpec) kindSet {
 		{"program", rs.Program.set, execKinds, rs.Program.pos},
 		{"shell", rs.Shell.set, execKinds, rs.Shell.pos},
 		{"id_kind", rs.IDKind.set, idKinds, rs.IDKind.pos},
+		{"unproven", rs.Unproven.set, idKinds, rs.Unproven.pos},
 	}
 	if rs.Capability.set {
 		var ks kindSet

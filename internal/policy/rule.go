@@ -44,13 +44,16 @@ type rule struct {
 	effect  Effect
 	shadow  bool
 	unbound bool
-	origin  capability.Origin
-	taint   int8  // 0: any, 1: untainted, 2: tainted
-	tiers   uint8 // bit set of capability.Tier; 0: any
-	kinds   kindSet
-	shell   bool
-	mask    uint32 // the call bits the rule's call scalars accept
-	prec    uint64 // precedence(effect, index)
+	// unproven: the rule is for ids the server did not return (provenance
+	// flag), which only such rules grant; deny rules meet every id.
+	unproven bool
+	origin   capability.Origin
+	taint    int8  // 0: any, 1: untainted, 2: tainted
+	tiers    uint8 // bit set of capability.Tier; 0: any
+	kinds    kindSet
+	shell    bool
+	mask     uint32 // the call bits the rule's call scalars accept
+	prec     uint64 // precedence(effect, index)
 
 	// Call matchers; the zero value of each matches anything.
 	servers    globs
@@ -330,6 +333,12 @@ func (r *rule) matchCap(c *capability.Capability, f *pathForms, d done) bool {
 		if r.idKinds != nil && !slices.Contains(r.idKinds, c.IDKind) {
 			return false
 		}
+		// An unproven id is granted only by a rule that says so (as an
+		// unbound tool is), and such a rule grants nothing else; a deny
+		// rule meets every id.
+		if r.grants() && c.Unproven != r.unproven || !r.grants() && r.unproven && !c.Unproven {
+			return false
+		}
 	}
 	return true
 }
@@ -603,9 +612,9 @@ func (r *rule) residue(k capability.Kind, d done) need {
 			}
 		}
 	case capability.ID:
-		if r.idKinds != nil {
-			n |= needCap
-		}
+		// Always: whether the id is unproven is the capability's, which
+		// the index does not know.
+		n |= needCap
 	case capability.Exec:
 		// Found under the very program (programExact, which only a call
 		// that is no shell command looks up), the rule matches by its

@@ -42,6 +42,7 @@ type ruleSpec struct {
 	Program    scalars `yaml:"program"`
 	Shell      scalar  `yaml:"shell"`
 	IDKind     scalars `yaml:"id_kind"`
+	Unproven   scalar  `yaml:"unproven"`
 
 	When scalar `yaml:"when"`
 }

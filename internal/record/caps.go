@@ -20,7 +20,7 @@ func CapsOf(caps []capability.Capability) []Cap {
 			Kind: c.Kind.String(), Path: c.Path, Subtree: c.Subtree,
 			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
-			IDKind: c.IDKind, ID: c.ID,
+			IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven,
 		}
 	}
 	return out
@@ -42,7 +42,7 @@ func AppendCapabilities(dst []capability.Capability, cs []Cap) ([]capability.Cap
 			Kind: k, Path: c.Path, Subtree: c.Subtree,
 			Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL,
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
-			IDKind: c.IDKind, ID: c.ID,
+			IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven,
 		})
 		if k == capability.NetConnect {
 			host, addr, classes, err := capability.CanonHostClasses(c.Host)
@@ -78,6 +78,8 @@ func (c *Cap) Text() string {
 		return c.Kind + " arbitrary shell: " + c.Command
 	case c.Program != "":
 		return c.Kind + " " + strings.Join(c.Argv, " ")
+	case c.ID != "" && c.Unproven:
+		return c.Kind + " " + c.IDKind + " " + c.ID + " (unproven: not among the server's own results)"
 	case c.ID != "":
 		return c.Kind + " " + c.IDKind + " " + c.ID
 	}

@@ -611,7 +611,7 @@ var monthDays = [13]uint8{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 
 // capKey returns the index of name among a capability's keys in canonical
 // order (argv, command, host, id, id_kind, kind, path, port, program,
-// scheme, shell, subtree, url), or -1.
+// scheme, shell, subtree, unproven, url), or -1.
 func capKey(name []byte) int {
 	switch string(name) {
 	case "argv":
@@ -638,8 +638,10 @@ func capKey(name []byte) int {
 		return 10
 	case "subtree":
 		return 11
-	case "url":
+	case "unproven":
 		return 12
+	case "url":
+		return 13
 	}
 	return -1
 }
@@ -671,7 +673,7 @@ func (d *decoder) capability(c *Cap) {
 			k = capKey(d.b[d.i:j])
 		}
 		if k <= last {
-			d.fail("want a capability key in canonical order (argv command host id id_kind kind path port program scheme shell subtree url)")
+			d.fail("want a capability key in canonical order (argv command host id id_kind kind path port program scheme shell subtree unproven url)")
 			return
 		}
 		last = k
@@ -694,16 +696,19 @@ func (d *decoder) capability(c *Cap) {
 				d.fail("port 0 is omitted")
 			}
 			c.Port = uint16(v)
-		case 10, 11: // shell, subtree
+		case 10, 11, 12: // shell, subtree, unproven
 			if d.err != nil || len(d.b)-d.i < 4 || string(d.b[d.i:d.i+4]) != "true" {
 				d.fail("want true (false is omitted)")
 				return
 			}
 			d.i += 4
-			if k == 10 {
+			switch k {
+			case 10:
 				c.Shell = true
-			} else {
+			case 11:
 				c.Subtree = true
+			default:
+				c.Unproven = true
 			}
 		default:
 			if d.peek('"') && d.i+1 < len(d.b) && d.b[d.i+1] == '"' {
@@ -733,7 +738,7 @@ func (d *decoder) capability(c *Cap) {
 				c.Program = s
 			case 9:
 				c.Scheme = s
-			case 12:
+			case 13:
 				c.URL = s
 			}
 		}

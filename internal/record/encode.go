@@ -24,7 +24,7 @@ const EntryDomain = "aegis.chain.v1\x00"
 //
 // and, inside a capability (zero fields omitted):
 //
-//	argv command host id id_kind kind path port program scheme shell subtree url
+//	argv command host id id_kind kind path port program scheme shell subtree unproven url
 //
 // Every top-level key is always present; absent digests are "". Numbers are
 // unsigned integers at most MaxSeq, written in decimal without leading
@@ -265,6 +265,10 @@ func (w *encoder) capability(c *Cap) {
 	}
 	if c.Subtree {
 		key("subtree")
+		w.b = append(w.b, "true"...)
+	}
+	if c.Unproven {
+		key("unproven")
 		w.b = append(w.b, "true"...)
 	}
 	str("url", c.URL)

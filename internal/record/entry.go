@@ -111,6 +111,9 @@ type Cap struct {
 
 	IDKind string `json:"id_kind,omitempty"` // id
 	ID     string `json:"id,omitempty"`
+	// Unproven is set for an id the server did not return in the session
+	// (provenance: flag). Entries written before it existed lack the key.
+	Unproven bool `json:"unproven,omitempty"`
 }
 
 // Digest is a SHA-256 value. Its text form is 64 lower-case hex digits.
