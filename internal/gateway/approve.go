@@ -8,8 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -125,13 +128,18 @@ func (g *grants) add(gr grant) {
 	g.mu.Unlock()
 }
 
-// capTexts are a verdict's capabilities as a person reads them, and as
-// grants compare them.
+// capTexts are a verdict's capabilities as a person reads them, in a
+// terminal too. A path or a word is the model's to write: one with a
+// character that is not printable (an ESC that moves the cursor and
+// erases the line, a newline that forges the next one) is quoted whole.
 func capTexts(caps []capability.Capability) []string {
 	rc := record.CapsOf(caps)
 	out := make([]string, len(rc))
 	for i := range rc {
 		out[i] = rc[i].Text()
+		if strings.ContainsFunc(out[i], func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+			out[i] = strconv.Quote(out[i])
+		}
 	}
 	return out
 }
