@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
@@ -91,7 +95,7 @@ type grants struct {
 
 type grant struct {
 	method, tool string
-	caps         []string // canonical capability texts
+	caps         []string // capability keys (capKeys)
 	id, by       string
 }
 
@@ -124,13 +128,36 @@ func (g *grants) add(gr grant) {
 	g.mu.Unlock()
 }
 
-// capTexts are a verdict's capabilities as a person reads them, and as
-// grants compare them.
+// capTexts are a verdict's capabilities as a person reads them, in a
+// terminal too. A path or a word is the model's to write: one with a
+// character that is not printable (an ESC that moves the cursor and
+// erases the line, a newline that forges the next one) is quoted whole.
 func capTexts(caps []capability.Capability) []string {
 	rc := record.CapsOf(caps)
 	out := make([]string, len(rc))
 	for i := range rc {
 		out[i] = rc[i].Text()
+		if strings.ContainsFunc(out[i], func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {
+			out[i] = strconv.Quote(out[i])
+		}
+	}
+	return out
+}
+
+// capKeys are a verdict's capabilities as grants compare them: each
+// recorded capability's JSON, every field apart. Their texts for a person
+// are not: an exec's words are joined by spaces, so argv ["find", ".",
+// "-name", "x -delete"] reads as ["find", ".", "-name", "x", "-delete"].
+func capKeys(caps []capability.Capability) []string {
+	rc := record.CapsOf(caps)
+	out := make([]string, len(rc))
+	for i := range rc {
+		b, err := json.Marshal(&rc[i])
+		if err != nil {
+			// Not reached: a record.Cap is strings, numbers and bools.
+			panic(err)
+		}
+		out[i] = string(b)
 	}
 	return out
 }
@@ -142,11 +169,11 @@ func capTexts(caps []capability.Capability) []string {
 // RuleApproval, naming the ask's entry seq.
 func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, what string, out Outcome) (Outcome, error) {
 	ap := s.cfg.Approvals
-	caps := capTexts(v.Caps)
+	caps, keys := capTexts(v.Caps), capKeys(v.Caps)
 	// An ask a check made (a secret in the arguments) is about these
 	// arguments: a grant for capabilities does not answer it.
 	if v.Ask == nil {
-		if gr, ok := s.grants.covering(c.Method, c.Tool, caps); ok {
+		if gr, ok := s.grants.covering(c.Method, c.Tool, keys); ok {
 			reason := fmt.Sprintf("the ask at seq %d is answered by approval %s, given by %s for the rest of the session", seq, gr.id, gr.by)
 			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {
 				return out, err
@@ -206,7 +233,7 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 			return out, err
 		}
 		if ans.Scope == approval.ScopeSession && v.Ask == nil {
-			s.grants.add(grant{method: c.Method, tool: c.Tool, caps: caps, id: req.ID, by: ans.By})
+			s.grants.add(grant{method: c.Method, tool: c.Tool, caps: keys, id: req.ID, by: ans.By})
 		}
 		return forwarded(c, v, out), nil
 	case err == nil:
