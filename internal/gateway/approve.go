@@ -99,8 +99,8 @@ type grant struct {
 	id, by       string
 }
 
-// covering returns the grant that covers a call of method and tool with
-// caps, if any.
+// covering returns the grant that covers a call of method and tool whose
+// capabilities (keys) are exactly a grant's, if any.
 func (g *grants) covering(method, tool string, caps []string) (grant, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -108,14 +108,23 @@ func (g *grants) covering(method, tool string, caps []string) (grant, bool) {
 		if gr.method != method || gr.tool != tool {
 			continue
 		}
-		all := true
+		// The same capabilities, not a subset: an argument left out can
+		// change what the rest mean (a command without its workdir runs
+		// in the server's own directory).
+		same := len(caps) == len(gr.caps)
 		for _, c := range caps {
 			if !slices.Contains(gr.caps, c) {
-				all = false
+				same = false
 				break
 			}
 		}
-		if all {
+		for _, c := range gr.caps {
+			if !slices.Contains(caps, c) {
+				same = false
+				break
+			}
+		}
+		if same {
 			return gr, true
 		}
 	}

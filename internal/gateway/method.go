@@ -155,7 +155,15 @@ func (s *Session) request(ctx context.Context, method string, params []byte, fro
 	if v.Effect == policy.Ask && s.cfg.Approvals != nil && !fromServer {
 		// The server's requests are decided on the goroutine that reads
 		// the server: they are not held.
-		return s.approve(ctx, c, &v, seq, "request", out)
+		if out, err = s.approve(ctx, c, &v, seq, "request", out); err != nil {
+			return out, err
+		}
+	}
+	// A prompt named as a tool that runs unbound runs unbound too: a
+	// server such as mcp-server-commands runs the same command for its
+	// tool and its prompt, and the prompt must not be the way round.
+	if t := s.srv.Tools[c.Tool]; out.Forward && method == policy.PromptsGet && t != nil && t.RunUnbound {
+		out.RunUnbound = true
 	}
 	return out, nil
 }

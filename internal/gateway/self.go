@@ -3,7 +3,9 @@ package gateway
 import (
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/capability"
 )
@@ -128,10 +130,14 @@ func (e *Engine) selfCheck(caps []capability.Capability, fold bool) error {
 
 // selfExec refuses an exec of aegis itself (a model that can run `aegis
 // approvals approve` answers its own questions; `aegis pins accept`
-// accepts its own tool) and of a simple command naming one of aegis's
-// paths as an argument (`sqlite3 ~/.local/state/aegis/approvals.db`,
-// `cp x .../policy.yaml`). An arbitrary shell command is not read: a
-// policy that allows one allows everything (docs/design/threat-model.md).
+// accepts its own tool) and of a simple command that names one of aegis's
+// paths, or a directory holding one, as an argument (`sqlite3
+// ~/.local/state/aegis/approvals.db`, `mv ~/.local/state /tmp/s`, `tar cf
+// x ~`), however the path is attached (`--target-directory=PATH`,
+// `-tPATH`) and through links. A directory holding one is allowed to a
+// program that only lists names (ls without -R, stat, df), as a listing
+// is to fs.read. An arbitrary shell command is not read: a policy that
+// allows one allows everything (docs/design/threat-model.md).
 func (e *Engine) selfExec(c *capability.Capability) error {
 	if c.Shell {
 		return nil
@@ -139,18 +145,74 @@ func (e *Engine) selfExec(c *capability.Capability) error {
 	if path.Base(c.Program) == "aegis" || slices.Contains(e.protected, path.Clean(c.Program)) {
 		return refusal(RuleSelf, "exec %s runs aegis itself, which no wrapped server may (it could answer aegis's questions or accept its pins)", c.Program)
 	}
+	lister := listsOnly(c.Argv)
 	for _, w := range c.Argv[min(1, len(c.Argv)):] {
-		if w == "" || w[0] != '/' {
-			continue
-		}
-		p := path.Clean(w)
-		for _, pp := range e.protected {
-			if capability.PathUnder(p, pp) {
-				return refusal(RuleSelf, "exec %s names %s, which reaches aegis's own %s (its configuration, policy, bindings or state)", c.Program, w, pp)
+		for _, p := range argPaths(w) {
+			for _, pp := range e.protected {
+				if capability.PathUnder(p, pp) {
+					return refusal(RuleSelf, "exec %s names %s, which reaches aegis's own %s (its configuration, policy, bindings or state)", c.Program, w, pp)
+				}
+				if !lister && capability.PathUnder(pp, p) {
+					return refusal(RuleSelf, "exec %s names %s, which holds aegis's own %s (its configuration, policy, bindings or state)", c.Program, w, pp)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// argPaths returns the absolute paths a command-line word may name: the
+// word, the value of --opt=PATH, the value glued to a short option
+// (-tPATH), each clean, and each with its links resolved where it exists.
+func argPaths(w string) []string {
+	var cands []string
+	if strings.HasPrefix(w, "/") {
+		cands = append(cands, w)
+	}
+	if _, v, ok := strings.Cut(w, "="); ok && strings.HasPrefix(v, "/") {
+		cands = append(cands, v)
+	}
+	if strings.HasPrefix(w, "-") {
+		if i := strings.IndexByte(w, '/'); i > 0 {
+			cands = append(cands, w[i:])
+		}
+	}
+	out := make([]string, 0, 2*len(cands))
+	for _, p := range cands {
+		p = path.Clean(p)
+		out = append(out, p)
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			out = append(out, r)
+		} else if err != nil {
+			// A path that does not exist yet (a destination) may still
+			// be under a link: resolve its nearest existing parent.
+			if r, err := filepath.EvalSymlinks(path.Dir(p)); err == nil && r != path.Dir(p) {
+				out = append(out, path.Join(r, path.Base(p)))
+			}
+		}
+	}
+	return out
+}
+
+// listsOnly reports whether argv runs a program that only lists names or
+// states (ls without -R, stat, df): a directory holding aegis's files may
+// be its argument, as a listing may be fs.read's.
+func listsOnly(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	switch path.Base(argv[0]) {
+	case "stat", "df":
+		return true
+	case "ls":
+		for _, a := range argv[1:] {
+			if a == "--recursive" || strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "R") {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // Protected returns the paths that no wrapped server may read or write,

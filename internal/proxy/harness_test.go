@@ -57,7 +57,7 @@ func (g *testGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	if reason, ok := g.deny[key]; ok {
 		return Verdict{Reason: reason}, nil
 	}
-	return Verdict{Forward: true, Arguments: g.args, RunUnbound: g.unbound[c.Tool]}, nil
+	return Verdict{Forward: true, Arguments: g.args, RunUnbound: g.unbound[key]}, nil
 }
 
 func (g *testGate) seen() []*Call {

@@ -80,10 +80,11 @@ func (t *twin) sawInitialize(params []byte) {
 // errTwinGone is the reason a call finds no twin.
 var errTwinGone = errors.New("the unbound twin of the server has exited")
 
-// call runs the tools/call params in the twin and returns its answer: the
+// call runs a request of method (tools/call, or prompts/get for a prompt
+// that runs unbound) with params in the twin and returns its answer: the
 // result or error object, raw, and whether it is an error. ctx's end
 // cancels the call at the twin.
-func (t *twin) call(ctx context.Context, params []byte) (answer []byte, isErr bool, err error) {
+func (t *twin) call(ctx context.Context, method string, params []byte) (answer []byte, isErr bool, err error) {
 	t.once.Do(func() { go t.run() })
 	select {
 	case <-t.started:
@@ -103,7 +104,7 @@ func (t *twin) call(ctx context.Context, params []byte) (answer []byte, isErr bo
 	ch := make(chan []byte, 1)
 	t.pending[id] = ch
 	t.mu.Unlock()
-	if err := t.send(rpcRequest(id, "tools/call", params)); err != nil {
+	if err := t.send(rpcRequest(id, method, params)); err != nil {
 		t.forget(id)
 		return nil, false, errTwinGone
 	}
@@ -410,7 +411,11 @@ func (r *relay) runUnbound(req *request, msg []byte) {
 	req.forwarded, req.unbound, req.unbind = true, true, cancel
 	r.mu.Unlock()
 
-	answer, isErr, err := r.twin.call(ctx, params)
+	method := "tools/call"
+	if req.call != nil && req.call.Method != "" {
+		method = req.call.Method
+	}
+	answer, isErr, err := r.twin.call(ctx, method, params)
 	r.mu.Lock()
 	owned := r.inflight[req.key] == req
 	if owned {

@@ -158,3 +158,27 @@ func TestUnboundTimeout(t *testing.T) {
 		t.Errorf("twin's done called %d times, want once", n)
 	}
 }
+
+// TestUnboundPromptRunsInTheTwin: a request of another method that the
+// gate marks unbound (a prompt that runs what an unbound tool runs) goes
+// to the twin under its own method, never to the server.
+func TestUnboundPromptRunsInTheTwin(t *testing.T) {
+	ctx := context.Background()
+	var starts, dones atomic.Int32
+	gate := &testGate{unbound: map[string]bool{"prompts/get": true}}
+	o := &Options{Twin: twinOf(t, &starts, &dones, "demo", "AEGIS_DEMO_ROOT="+twinRoot(t))}
+	rn := startRun(t, ctx, childCtx(t.Context(), "demo", "AEGIS_DEMO_ROOT="+demoRoot(t)), gate, o)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, rn.client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"name": "Ada"}})
+	if err != nil || len(res.Messages) == 0 {
+		t.Fatalf("prompts/get in the twin: %v %v", res, err)
+	}
+	if n := starts.Load(); n != 1 {
+		t.Errorf("twin started %d times, want once (the prompt went to it)", n)
+	}
+	cs.Close()
+	rn.wait(t)
+}
