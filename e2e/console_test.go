@@ -66,7 +66,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	defer func() { con.Process.Signal(os.Interrupt); con.Wait() }()
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "aegis console: http://127.0.0.1:") {
+	if err != nil || !strings.HasPrefix(line, "aegis console: http://127.") {
 		t.Fatalf("aegis console said %q (%v)", line, err)
 	}
 	url := strings.TrimSpace(strings.TrimPrefix(line, "aegis console: "))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -26,13 +28,15 @@ import (
 // until interrupted.
 func cmdConsole(argv []string, stdout, stderr io.Writer) error {
 	fs := newFlags("console", stderr)
-	addr := fs.String("addr", "127.0.0.1:0", "the loopback `address` to serve on (port 0: any free port)")
+	addr := fs.String("addr", "", "the loopback `address` to serve on (default: a random 127.x.y.z on Linux, else 127.0.0.1, any free port)")
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
 		return usageError(stderr, "usage: aegis console [--addr 127.0.0.1:PORT]")
 	}
-	host, _, err := net.SplitHostPort(*addr)
-	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-		return usageError(stderr, "console: --addr %q: want a loopback address and port (127.0.0.1:8377, [::1]:0)", *addr)
+	if *addr != "" {
+		host, _, err := net.SplitHostPort(*addr)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return usageError(stderr, "console: --addr %q: want a loopback address and port (127.0.0.1:8377, [::1]:0)", *addr)
+		}
 	}
 	state, err := config.DefaultState()
 	if err != nil {
@@ -43,7 +47,7 @@ func cmdConsole(argv []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := consoleListener(*addr)
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
@@ -70,6 +74,26 @@ func cmdConsole(argv []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	return nil
+}
+
+// consoleListener listens on addr, or by default on a random address of
+// 127.0.0.0/8 where the system routes them all to loopback (Linux): a
+// browser sends a host's cookies to every port of it, so on 127.0.0.1 any
+// local server the user opens would receive the console's; on an address
+// of its own nobody else serves, none does. Elsewhere, 127.0.0.1.
+func consoleListener(addr string) (net.Listener, error) {
+	if addr != "" {
+		return net.Listen("tcp", addr)
+	}
+	if runtime.GOOS == "linux" {
+		var b [3]byte
+		rand.Read(b[:])
+		ip := net.IPv4(127, 1+b[0]%254, 1+b[1]%254, 1+b[2]%254)
+		if ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "0")); err == nil {
+			return ln, nil
+		}
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
 }
 
 // consoleDecisions returns the last n decisions of every chain, oldest

@@ -4,7 +4,8 @@
 // tools. It is served on loopback only, to the person who started it.
 //
 // Who may use it: whoever holds the random token in the URL `aegis
-// console` prints. The first request brings it in the query and is
+// console` prints. It listens (on Linux) on an address of 127.0.0.0/8 of
+// its own, since a browser sends a host's cookies to every port of it. The first request brings it in the query and is
 // answered with a cookie (HttpOnly, SameSite=Strict, named for the port)
 // and a redirect that drops it from the address bar. Every request must
 // name the console's own host and port in Host (a page of another site
@@ -93,8 +94,11 @@ func New(cfg Config, addr net.Addr) (*Console, string, error) {
 	host := tcp.String()
 	c := &Console{
 		cfg: cfg, token: token, csrf: hex.EncodeToString(mac.Sum(nil)),
-		host: host, alt: "localhost:" + strconv.Itoa(tcp.Port), origin: "http://" + host,
+		host: host, origin: "http://" + host,
 		cookie: "aegis_console_" + strconv.Itoa(tcp.Port),
+	}
+	if tcp.IP.Equal(net.IPv4(127, 0, 0, 1)) {
+		c.alt = "localhost:" + strconv.Itoa(tcp.Port) // localhost is 127.0.0.1
 	}
 	return c, c.origin + "/?token=" + token, nil
 }
@@ -108,7 +112,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// the form's POST with Origin: null, which the answer's check refuses.
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
-	if r.Host != c.host && r.Host != c.alt {
+	if r.Host != c.host && (c.alt == "" || r.Host != c.alt) {
 		http.Error(w, "aegis console: this console answers only at "+c.origin, http.StatusMisdirectedRequest)
 		return
 	}
@@ -140,7 +144,7 @@ func same(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byt
 
 // answer answers one approval from the page's form.
 func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
-	if o := r.Header.Get("Origin"); o != c.origin && o != "http://"+c.alt {
+	if o := r.Header.Get("Origin"); o != c.origin && (c.alt == "" || o != "http://"+c.alt) {
 		http.Error(w, "aegis console: refused: the request does not come from the console's own page", http.StatusForbidden)
 		return
 	}
