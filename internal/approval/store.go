@@ -269,10 +269,11 @@ func (s *Store) Await(ctx context.Context, id, argsHash, policyHash string) (Ans
 	}
 }
 
-// expire marks a pending approval expired. If it was answered meanwhile,
-// the answer lost the race: the call has gone.
+// expire marks an approval its call no longer waits for expired: a
+// pending one, and one approved as the call gave up (the approval lost
+// the race and was never taken, so it does not stay "approved").
 func (s *Store) expire(id string) error {
-	_, err := s.db.Exec(`UPDATE approvals SET state = ? WHERE id = ? AND state = ?`, Expired, id, Pending)
+	_, err := s.db.Exec(`UPDATE approvals SET state = ? WHERE id = ? AND state IN (?, ?)`, Expired, id, Pending, Approved)
 	if err != nil {
 		return fmt.Errorf("approvals: %w", err)
 	}

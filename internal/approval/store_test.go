@@ -209,3 +209,24 @@ func TestAnswerRace(t *testing.T) {
 		t.Errorf("%d answers won, want 1", n)
 	}
 }
+
+// TestLateApprovalExpires: an approval that lands as its call gives up
+// is not left "approved": the call expires it on its way out.
+func TestLateApprovalExpires(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	s := openAt(t, filepath.Join(t.TempDir(), "approvals.db"), c)
+	id := NewID()
+	if err := s.Put(ctx, request(c, id)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Answer(ctx, id, Answer{Approve: true, Scope: ScopeCall}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.expire(id); err != nil { // the call gave up before taking it
+		t.Fatal(err)
+	}
+	if ap, err := s.Get(ctx, id); err != nil || ap.State != Expired {
+		t.Errorf("state %v (%v), want expired", ap.State, err)
+	}
+}

@@ -38,7 +38,7 @@ type Elicitor struct {
 	mu      sync.Mutex
 	r       *relay
 	able    bool              // the client declared elicitation
-	pending map[string]string // our request's id (raw JSON) → the approval's id
+	pending map[string]string // our request's id (its key, unescaped) → the approval's id
 }
 
 // NewElicitor returns an Elicitor that answers in store, as principal.
@@ -103,14 +103,17 @@ func (e *Elicitor) Ask(req *approval.Request) (settled func()) {
 	if err != nil {
 		return func() {}
 	}
+	// Keyed as the relay keys ids: unescaped, so that a client that
+	// writes the id back with escapes still answers this question.
+	key, _ := responseKey([]byte(id))
 	e.mu.Lock()
-	e.pending[id] = req.ID
+	e.pending[key] = req.ID
 	e.mu.Unlock()
 	r.toClient(append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"method":"elicitation/create","params":`...), params...), "}\n"...))
 	return func() {
 		e.mu.Lock()
-		_, open := e.pending[id]
-		delete(e.pending, id)
+		_, open := e.pending[key]
+		delete(e.pending, key)
 		e.mu.Unlock()
 		if open {
 			r.toClient(append(append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`), id...),
@@ -125,9 +128,10 @@ func (e *Elicitor) answer(line []byte, m message) bool {
 	if len(m.id) == 0 || m.id[0] != '"' {
 		return false
 	}
+	key, _ := responseKey(m.id)
 	e.mu.Lock()
-	apID, ok := e.pending[string(m.id)]
-	delete(e.pending, string(m.id))
+	apID, ok := e.pending[key]
+	delete(e.pending, key)
 	e.mu.Unlock()
 	if !ok {
 		return false

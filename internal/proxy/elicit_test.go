@@ -37,6 +37,7 @@ func TestElicitorAnswers(t *testing.T) {
 		{name: "an error", result: `"error":{"code":-32601,"message":"no"}`, taken: true, state: approval.Pending},
 		{name: "an id aegis never sent", raw: `{"jsonrpc":"2.0","id":"aegis-approval-0000000000000000-0000000000000000","result":{"action":"accept"}}`, taken: false, state: approval.Pending},
 		{name: "a number id", raw: `{"jsonrpc":"2.0","id":7,"result":{"action":"accept"}}`, taken: false, state: approval.Pending},
+		{name: "the id written back with escapes", raw: "$ESCAPED", taken: true, state: approval.Denied},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			st, err := approval.Open(filepath.Join(t.TempDir(), "a.db"), nil)
@@ -60,6 +61,11 @@ func TestElicitorAnswers(t *testing.T) {
 				t.Fatalf("sent %q (%v), want elicitation/create", sent.String(), err)
 			}
 			line := tt.raw
+			if line == "$ESCAPED" {
+				// "aegis-…" with its a written \u0061: the same id.
+				esc := `"\u0061` + string(m.id[2:])
+				line = `{"jsonrpc":"2.0","id":` + esc + `,"result":{"action":"decline"}}`
+			}
 			if line == "" {
 				line = `{"jsonrpc":"2.0","id":` + string(m.id) + `,` + tt.result + `}`
 			}
