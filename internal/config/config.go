@@ -32,6 +32,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -69,10 +70,24 @@ type fileDoc struct {
 	Envelopes *fileEnvelopes `yaml:"envelopes"`
 	// Approvals configures how an ask waits for a person (R21).
 	Approvals *fileApprovals `yaml:"approvals"`
+	// Sets are named sets of trusted values (R16): policy rules name
+	// them with id_in, and a member counts as a proven id of its kind.
+	Sets map[string]*fileSet `yaml:"sets"`
 	// Principals holds attributes of principals, the sources of identity
 	// fields: principals: {alice: {account: alice@corp.example}}.
 	Principals map[string]map[string]string `yaml:"principals"`
 }
+
+type fileSet struct {
+	Pos    strictyaml.Pos        `yaml:"-"`
+	IDKind string                `yaml:"id_kind,required"`
+	Values strictyaml.StringList `yaml:"values"`
+	// File holds one value per line (blank lines and # comments
+	// skipped), relative to the configuration.
+	File string `yaml:"file"`
+}
+
+func (*fileSet) YAMLName() string { return "set" }
 
 type fileApprovals struct {
 	Pos strictyaml.Pos `yaml:"-"`
@@ -278,6 +293,8 @@ type Config struct {
 	// long (0: until deleted by hand).
 	Envelopes         bool
 	EnvelopeRetention time.Duration
+	// Sets are the configuration's named sets of trusted values.
+	Sets map[string]*policy.ValueSet
 	// PolicyOptions are the options the policy was compiled with; another
 	// policy judged against this configuration (recheck) uses them too.
 	PolicyOptions *policy.Options
@@ -352,7 +369,58 @@ func resolvePattern(dir string) (string, error) {
 
 // Engine builds the decision engine of c.
 func (c *Config) Engine() (*gateway.Engine, error) {
-	return gateway.New(c.Policy, c.Servers, &gateway.Options{Limits: c.Limits, Principals: c.Principals, Protected: c.Protected})
+	trusted := make([]*policy.ValueSet, 0, len(c.Sets))
+	for _, name := range slices.Sorted(maps.Keys(c.Sets)) {
+		trusted = append(trusted, c.Sets[name])
+	}
+	return gateway.New(c.Policy, c.Servers, &gateway.Options{Limits: c.Limits, Principals: c.Principals, Protected: c.Protected, Trusted: trusted})
+}
+
+// setsOf compiles the configuration's sets, reading their files.
+func setsOf(in map[string]*fileSet, rel func(string) string, readFile func(string) ([]byte, error)) (map[string]*policy.ValueSet, error) {
+	out := map[string]*policy.ValueSet{}
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		fs := in[name]
+		if fs == nil {
+			return nil, fmt.Errorf("set %q is empty: want id_kind and values or file", name)
+		}
+		if !validSetName(name) {
+			return nil, strictyaml.ErrorAt(fs.Pos, "set %q: want a name of lower-case letters, digits, - and _", name)
+		}
+		values := slices.Clone([]string(fs.Values))
+		if fs.File != "" {
+			data, err := readFile(rel(fs.File))
+			if err != nil {
+				return nil, strictyaml.ErrorAt(fs.Pos, "set %q: %v", name, err)
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+					values = append(values, line)
+				}
+			}
+		}
+		if len(values) == 0 {
+			return nil, strictyaml.ErrorAt(fs.Pos, "set %q has no values", name)
+		}
+		vs, err := policy.NewValueSet(fs.IDKind, values)
+		if err != nil {
+			return nil, strictyaml.ErrorAt(fs.Pos, "set %q: %v", name, err)
+		}
+		out[name] = vs
+	}
+	return out, nil
+}
+
+func validSetName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Load reads the configuration file at path, and the policy and bindings
@@ -437,7 +505,17 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		c.ApprovalTimeout = d
 	}
 
-	c.PolicyOptions = &policy.Options{Home: c.Home}
+	sets, err := setsOf(doc.Sets, rel, readFile)
+	if err != nil {
+		return nil, err
+	}
+	c.Sets = sets
+	for _, fs := range doc.Sets {
+		if fs != nil && fs.File != "" {
+			c.Files = append(c.Files, rel(fs.File))
+		}
+	}
+	c.PolicyOptions = &policy.Options{Home: c.Home, Sets: c.Sets}
 	for _, fs := range doc.Servers {
 		if fs != nil && fs.local() {
 			// A local server's paths have their links resolved, so a

@@ -325,3 +325,51 @@ func TestServerArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestSets: named sets of trusted values from the configuration and from
+// files reach the policy (id_in) and the engine; a set file is one of
+// aegis's protected files; what cannot be a set is an error naming it.
+func TestSets(t *testing.T) {
+	files := map[string]string{
+		"p.yaml":     "version: 1\nrules:\n  - {id: t, effect: allow, tool: pay}\n  - {id: v, effect: allow, capability: id, id_kind: bank.payee, id_in: [payees]}\n",
+		"payees.txt": "# verified payees\np-landlord\n\n  p-util-*  \n",
+		"empty.txt":  "# nothing\n",
+	}
+	read := func(name string) ([]byte, error) {
+		if s, ok := files[filepath.Base(name)]; ok {
+			return []byte(s), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	cfg, err := Parse("/etc/aegis/c.yaml", []byte("version: 1\npolicy: p.yaml\nsets:\n  payees: {id_kind: bank.payee, values: [p-rent], file: payees.txt}\nservers:\n  bank: {}\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := cfg.Sets["payees"]
+	for _, v := range []string{"p-rent", "p-landlord", "p-util-gas"} {
+		if !vs.Has(v) {
+			t.Errorf("the set lacks %q", v)
+		}
+	}
+	if vs.Has("p-attacker") || vs.Has("# verified payees") {
+		t.Error("the set holds what it should not")
+	}
+	if !slices.Contains(cfg.Files, "/etc/aegis/payees.txt") {
+		t.Errorf("the set's file is not among aegis's files: %v", cfg.Files)
+	}
+	for _, tt := range []struct{ name, doc, want string }{
+		{"no values", "sets:\n  payees: {id_kind: bank.payee, file: empty.txt}\n", `set "payees" has no values`},
+		{"a pattern trusting all", "sets:\n  payees: {id_kind: bank.payee, values: [\"*\"]}\n", `trusts every value`},
+		{"no kind", "sets:\n  payees: {values: [a]}\n", `id_kind`},
+		{"a bad name", "sets:\n  Payees: {id_kind: k, values: [a]}\n", `set "Payees": want a name`},
+		{"a missing file", "sets:\n  payees: {id_kind: k, file: gone.txt}\n", `set "payees"`},
+		{"a set the policy names, missing", "sets:\n  others: {id_kind: k, values: [a]}\n", `id_in "payees"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("/etc/aegis/c.yaml", []byte("version: 1\npolicy: p.yaml\n"+tt.doc+"servers:\n  bank: {}\n"), read)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}

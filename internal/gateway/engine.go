@@ -80,6 +80,9 @@ type Engine struct {
 	// keys (capability.FoldPath), for servers on case-insensitive volumes.
 	protected     []string
 	protectedKeys []string
+	// trusted are the sets of trusted values, whose members count as
+	// proven ids of their kind.
+	trusted []*policy.ValueSet
 }
 
 // Options configures an Engine. The zero value uses the default argument
@@ -99,6 +102,10 @@ type Options struct {
 	// links resolved for a local server, as spelled for another (list
 	// both when they differ). Nil protects nothing.
 	Protected []string
+	// Trusted are the named sets of trusted values (the configuration's
+	// sets): an id that is a member of a set of its kind counts as proven
+	// (R16), whether or not the server returned it.
+	Trusted []*policy.ValueSet
 }
 
 // New returns an engine deciding under p for servers.
@@ -110,6 +117,7 @@ func New(p *policy.Set, servers []*Server, o *Options) (*Engine, error) {
 	if o != nil {
 		e.limits, e.sessions, e.principals = o.Limits, o.Sessions, o.Principals
 		var err error
+		e.trusted = o.Trusted
 		if e.protected, e.protectedKeys, err = protectedPaths(o.Protected); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -45,6 +46,12 @@ func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capab
 			continue // the argument is absent: no id to prove
 		}
 		if contains(required, k) {
+			// A member of a trusted set of the kind is proven by it; the
+			// rest must be the server's own.
+			ids = slices.DeleteFunc(ids, func(id string) bool { return e.isTrusted(k, id) })
+			if len(ids) == 0 {
+				continue
+			}
 			if ok, why := e.sessions.Check(c.Session, k, ids); !ok {
 				return refusal(RuleProvenance, "%s: ids must come from this session's own results", why)
 			}
@@ -85,10 +92,23 @@ func (e *Engine) flagUnproven(c *Call, b *binding.Binding, caps []capability.Cap
 		if cp.Kind != capability.ID || !contains(flagged, cp.IDKind) || contains(required, cp.IDKind) {
 			continue
 		}
+		if e.isTrusted(cp.IDKind, cp.ID) {
+			continue
+		}
 		if ok, _ := e.sessions.Check(c.Session, cp.IDKind, []string{cp.ID}); !ok {
 			cp.Unproven = true
 		}
 	}
+}
+
+// isTrusted reports whether id is a member of a trusted set of kind.
+func (e *Engine) isTrusted(kind, id string) bool {
+	for _, vs := range e.trusted {
+		if vs.IDKind == kind && vs.Has(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // emptyList reports whether a pointer of the form /a/b/* names an array

@@ -84,3 +84,45 @@ func TestProvenanceFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedSets: a member of a trusted set of the id's kind counts as
+// proven, whether the argument requires provenance or flags it; a member
+// of a set of another kind does not.
+func TestTrustedSets(t *testing.T) {
+	src, err := os.ReadFile("testdata/payees.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse("testdata/payees.yaml", src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payees, _ := policy.NewValueSet("bank.payee", []string{"p-landlord", "p-util-*"})
+	other, _ := policy.NewValueSet("mail.contact", []string{"p-mallory"})
+	pp, _ := args.ParsePointer("/payee")
+	for _, flag := range []bool{false, true} {
+		e, err := New(p, []*Server{{
+			Name: "bank",
+			Bindings: binding.Table{"pay": {Tool: "pay", Tier: capability.TierMutating, Args: []binding.Arg{
+				{Pointer: pp, Kind: capability.ID, IDKind: "bank.payee", FlagUnproven: flag}}}},
+		}}, &Options{Sessions: session.New(nil), Trusted: []*policy.ValueSet{payees, other}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.OpenSession("s", capability.Interactive)
+		for _, tt := range []struct {
+			payee string
+			want  policy.Effect
+		}{
+			{"p-landlord", policy.Allow},
+			{"p-util-water", policy.Allow},
+			{"p-mallory", map[bool]policy.Effect{false: policy.Deny, true: policy.Ask}[flag]},
+		} {
+			v := e.Check(context.Background(), &Call{Session: "s", Server: "bank", Tool: "pay", Origin: capability.Interactive,
+				Arguments: []byte(`{"payee":"` + tt.payee + `"}`)})
+			if v.Effect != tt.want {
+				t.Errorf("flag %v, payee %s: %s (%s), want %s", flag, tt.payee, v.Effect, v.Reason(), tt.want)
+			}
+		}
+	}
+}

@@ -27,6 +27,10 @@ type Options struct {
 	// /private/tmp/x where /tmp is a link). An error keeps the pattern
 	// alone. Nil: patterns are lexical only.
 	Resolve func(dir string) (string, error)
+	// Sets are the named sets of trusted values rules may name with
+	// id_in. The contents of those a rule names are part of the policy's
+	// hash.
+	Sets map[string]*ValueSet
 }
 
 // Set is a compiled policy. It is immutable and safe for concurrent use.
@@ -57,7 +61,7 @@ func Parse(file string, data []byte, o *Options) (*Set, error) {
 	if err := strictyaml.Decode(file, data, &spec); err != nil {
 		return nil, err
 	}
-	c := compiler{file: file, home: o.Home, resolve: o.Resolve, ids: map[string]int{}}
+	c := compiler{file: file, home: o.Home, resolve: o.Resolve, sets: o.Sets, ids: map[string]int{}}
 	s := &Set{file: file}
 	if spec.Version.value != "1" || spec.Version.tag != "!!int" {
 		c.errorf(spec.Version.pos, "unsupported policy version %q; want 1", spec.Version.value)
@@ -84,6 +88,13 @@ func Parse(file string, data []byte, o *Options) (*Set, error) {
 	h := sha256.New()
 	h.Write([]byte(hashDomain))
 	h.Write(data)
+	// The sets the rules name decide as the rules do: a value added to
+	// one changes the policy. (A policy that names none hashes as ever.)
+	for _, name := range c.usedSets() {
+		h.Write([]byte("\x00set\x00" + name + "\x00"))
+		d := c.sets[name].digest
+		h.Write(d[:])
+	}
 	h.Sum(s.hash[:0])
 	// Keep the rules side by side in memory: Decide reads a few fields of
 	// each candidate.
@@ -118,6 +129,18 @@ type compiler struct {
 	resolve func(string) (string, error)
 	ids     map[string]int // rule ID → line of its first use
 	errs    strictyaml.List
+	sets    map[string]*ValueSet
+	used    map[string]bool // the sets rules name
+}
+
+// usedSets returns the names of the sets rules name, sorted.
+func (c *compiler) usedSets() []string {
+	out := make([]string, 0, len(c.used))
+	for n := range c.used {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (c *compiler) errorf(p strictyaml.Pos, format string, args ...any) {
@@ -241,6 +264,18 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 		r.shell = c.boolean("shell", rs.Shell)
 	}
 	r.idKinds = c.names("id_kind", rs.IDKind)
+	for _, it := range rs.IDIn.items {
+		vs := c.sets[it.value]
+		if vs == nil {
+			c.errorf(it.pos, "id_in %q: %v (the configuration's sets: %s)", it.value, errNoSet, strings.Join(sortedSetNames(c.sets), ", "))
+			continue
+		}
+		if c.used == nil {
+			c.used = map[string]bool{}
+		}
+		c.used[it.value] = true
+		r.idIn = append(r.idIn, vs)
+	}
 	if rs.Unproven.set {
 		r.unproven = c.boolean("unproven", rs.Unproven)
 	}
@@ -410,6 +445,7 @@ func (c *compiler) kinds(rs *ruleSpec) kindSet {
 		{"shell", rs.Shell.set, execKinds, rs.Shell.pos},
 		{"id_kind", rs.IDKind.set, idKinds, rs.IDKind.pos},
 		{"unproven", rs.Unproven.set, idKinds, rs.Unproven.pos},
+		{"id_in", rs.IDIn.set, idKinds, rs.IDIn.pos},
 	}
 	if rs.Capability.set {
 		var ks kindSet

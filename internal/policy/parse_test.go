@@ -21,7 +21,7 @@ func TestParseErrors(t *testing.T) {
 rules:
   - id: a
     efect: deny
-`, want: `p.yaml:4:5: unknown key "efect" in rule (want one of: id, effect, reason, mode, server, method, tool, prompt, principal, role, origin, taint, tier, unbound, capability, path_under, host, port, scheme, program, shell, id_kind, unproven, when)
+`, want: `p.yaml:4:5: unknown key "efect" in rule (want one of: id, effect, reason, mode, server, method, tool, prompt, principal, role, origin, taint, tier, unbound, capability, path_under, host, port, scheme, program, shell, id_kind, unproven, id_in, when)
 p.yaml:3:5: missing key "effect" in rule`},
 		{name: "unknown top-level key", in: "version: 1\nrule: []\n",
 			want: `p.yaml:2:1: unknown key "rule" in policy (want one of: version, mode, rules)`},

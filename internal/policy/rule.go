@@ -47,13 +47,15 @@ type rule struct {
 	// unproven: the rule is for ids the server did not return (provenance
 	// flag), which only such rules grant; deny rules meet every id.
 	unproven bool
-	origin   capability.Origin
-	taint    int8  // 0: any, 1: untainted, 2: tainted
-	tiers    uint8 // bit set of capability.Tier; 0: any
-	kinds    kindSet
-	shell    bool
-	mask     uint32 // the call bits the rule's call scalars accept
-	prec     uint64 // precedence(effect, index)
+	// idIn: the id must be a member of one of these sets.
+	idIn   []*ValueSet
+	origin capability.Origin
+	taint  int8  // 0: any, 1: untainted, 2: tainted
+	tiers  uint8 // bit set of capability.Tier; 0: any
+	kinds  kindSet
+	shell  bool
+	mask   uint32 // the call bits the rule's call scalars accept
+	prec   uint64 // precedence(effect, index)
 
 	// Call matchers; the zero value of each matches anything.
 	servers    globs
@@ -331,6 +333,9 @@ func (r *rule) matchCap(c *capability.Capability, f *pathForms, d done) bool {
 		}
 	case capability.ID:
 		if r.idKinds != nil && !slices.Contains(r.idKinds, c.IDKind) {
+			return false
+		}
+		if r.idIn != nil && !slices.ContainsFunc(r.idIn, func(vs *ValueSet) bool { return vs.IDKind == c.IDKind && vs.Has(c.ID) }) {
 			return false
 		}
 		// An unproven id is granted only by a rule that says so (as an

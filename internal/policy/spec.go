@@ -43,6 +43,7 @@ type ruleSpec struct {
 	Shell      scalar  `yaml:"shell"`
 	IDKind     scalars `yaml:"id_kind"`
 	Unproven   scalar  `yaml:"unproven"`
+	IDIn       scalars `yaml:"id_in"`
 
 	When scalar `yaml:"when"`
 }
