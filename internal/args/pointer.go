@@ -92,6 +92,9 @@ func arrayIndex(tok string) int {
 // String returns the pointer as ParsePointer read it.
 func (p Pointer) String() string { return p.s }
 
+// Wild reports whether some token of p is "*": it may select many values.
+func (p Pointer) Wild() bool { return p.wild }
+
 // Select calls fn for every value that p selects under root, in document order. A value
 // that is not there (a missing key, an index out of range, a step into a scalar) is
 // simply not selected. at is the concrete location of v, relative to root: building its

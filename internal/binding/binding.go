@@ -70,6 +70,9 @@ type Binding struct {
 	Tool string
 	Tier capability.Tier
 	Args []Arg
+	// Values are the arguments named as typed values for the policy's
+	// conditions (value.NAME); they derive nothing.
+	Values []ValueArg
 }
 
 // Table is the set of bindings of one server, by tool name.

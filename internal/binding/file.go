@@ -45,7 +45,18 @@ type fileTool struct {
 	Pos  strictyaml.Pos `yaml:"-"`
 	Tier tierValue      `yaml:"tier,required"`
 	Args []*fileArg     `yaml:"args"`
+	// Values name arguments as typed values: {pointer: /amount, name:
+	// amount}, which conditions read as value.amount.
+	Values []*fileValue `yaml:"values"`
 }
+
+type fileValue struct {
+	Pos     strictyaml.Pos `yaml:"-"`
+	Pointer pointerValue   `yaml:"pointer,required"`
+	Name    string         `yaml:"name,required"`
+}
+
+func (*fileValue) YAMLName() string { return "value" }
 
 func (*fileTool) YAMLName() string { return "tool" }
 
@@ -284,6 +295,22 @@ func tableOf(errs *strictyaml.List, top strictyaml.Pos, what string, m map[strin
 			}
 			b.Args = append(b.Args, a)
 		}
+		seen := map[string]bool{}
+		for _, fv := range ft.Values {
+			switch {
+			case fv == nil:
+				errs.AddError(strictyaml.ErrorAt(ft.Pos, "%s %q: an empty value", what, name))
+				continue
+			case !validValueName(fv.Name):
+				errs.AddError(strictyaml.ErrorAt(fv.Pos, "value name %q: want lower-case letters, digits and _, starting with a letter (conditions read value.NAME)", fv.Name))
+				continue
+			case seen[fv.Name]:
+				errs.AddError(strictyaml.ErrorAt(fv.Pos, "value name %q is given twice", fv.Name))
+				continue
+			}
+			seen[fv.Name] = true
+			b.Values = append(b.Values, ValueArg{Pointer: fv.Pointer.Pointer, Name: fv.Name})
+		}
 		t[name] = b
 	}
 	return t
@@ -319,6 +346,9 @@ func (b *Binding) String() string {
 		if a.FlagUnproven {
 			s += "(provenance flag)"
 		}
+	}
+	for _, v := range b.Values {
+		s += fmt.Sprintf(" %s value.%s", v.Pointer, v.Name)
 	}
 	return s
 }

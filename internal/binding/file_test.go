@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aegis-mcp/aegis/internal/args"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
@@ -77,6 +79,12 @@ func TestParseErrors(t *testing.T) {
 			`b.yaml:6:50: provenance applies only to kind id, not fs.read`},
 		{"provenance of another word", "version: 1\ntools:\n  t:\n    tier: mutating\n    args:\n      - {pointer: /p, kind: id, id_kind: x, provenance: optional}\n",
 			`provenance "optional": want required or flag`},
+		{"a value name with a dot", "version: 1\ntools:\n  t:\n    tier: mutating\n    values:\n      - {pointer: /a, name: pay.amount}\n",
+			`value name "pay.amount"`},
+		{"a value named twice", "version: 1\ntools:\n  t:\n    tier: mutating\n    values:\n      - {pointer: /a, name: amount}\n      - {pointer: /b, name: amount}\n",
+			`value name "amount" is given twice`},
+		{"a value without a pointer", "version: 1\ntools:\n  t:\n    tier: mutating\n    values:\n      - {name: amount}\n",
+			`missing key "pointer"`},
 		{"wrong version", "version: 2\ntools: {}\n", `b.yaml:1:1: version 2: want 1`},
 		{"neither tools nor prompts", "version: 1\n", `b.yaml:1:1: a bindings file binds tools, prompts or both`},
 		{"a prompt with a prefix", "version: 1\nprompts:\n  p:\n    tier: mutating\n    args:\n      - {pointer: /c, kind: exec, path_prefix: /x}\n",
@@ -172,5 +180,25 @@ func TestParsePrompts(t *testing.T) {
 	// A file of prompts only.
 	if tools, prompts, err := ParseFile("b.yaml", []byte("version: 1\nprompts:\n  p: {tier: read-only}\n")); err != nil || len(tools) != 0 || len(prompts) != 1 {
 		t.Errorf("prompts only: %v %v %v", tools, prompts, err)
+	}
+}
+
+// TestFileValues: a tool's values and a flagged id reach its binding.
+func TestFileValues(t *testing.T) {
+	tb, _, err := ParseFile("b.yaml", []byte("version: 1\ntools:\n  pay:\n    tier: mutating\n    args:\n      - {pointer: /payee, kind: id, id_kind: bank.payee, provenance: flag}\n    values:\n      - {pointer: /amount, name: amount}\n      - {pointer: /lines/*/sum, name: sums}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tb["pay"]
+	if len(b.Values) != 2 || b.Values[0].Name != "amount" || b.Values[1].Name != "sums" || !b.Args[0].FlagUnproven {
+		t.Fatalf("binding %+v", b)
+	}
+	var doc args.Doc
+	if err := doc.Decode([]byte(`{"payee":"p","amount":12.5,"lines":[{"sum":1},{"sum":"x"},{"sum":{}}]}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	vals := b.ValuesOf(doc.Root())
+	if vals["amount"] != 12.5 || len(vals["sums"].([]any)) != 2 {
+		t.Errorf("values %#v: want amount 12.5 and the two scalar sums", vals)
 	}
 }

@@ -173,6 +173,7 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 			return nil, nil, false
 		}
 		e.flagUnproven(c, b, caps)
+		req.Values = b.ValuesOf(doc.Root())
 	}
 	if len(rel) > 0 {
 		caps = append(caps, rel...)

@@ -74,6 +74,7 @@ type celActivation struct {
 	cap     celCap
 	capFrom *capability.Capability // the capability cap was filled from
 	filled  bool                   // cap was filled (from capFrom)
+	values  map[string]any         // the request's typed values
 }
 
 func (a *celActivation) ResolveName(name string) (any, bool) {
@@ -82,6 +83,11 @@ func (a *celActivation) ResolveName(name string) (any, bool) {
 		return &a.call, true
 	case "cap":
 		return &a.cap, true
+	case "value":
+		if a.values == nil {
+			return map[string]any{}, true
+		}
+		return a.values, true
 	}
 	return nil, false
 }
@@ -116,6 +122,7 @@ func (v *celVars) activation() *celActivation {
 		if a.call.Roles == nil {
 			a.call.Roles = []string{}
 		}
+		a.values = req.Values
 		v.act = a
 	}
 	if a.filled && a.capFrom == v.c {
@@ -153,6 +160,11 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 		ext.NativeTypes(reflect.TypeFor[celCall](), reflect.TypeFor[celCap](), ext.ParseStructTags(true)),
 		cel.Variable("call", cel.ObjectType("policy.celCall")),
 		cel.Variable("cap", cel.ObjectType("policy.celCap")),
+		// The typed values of the call (R35): value.amount, whatever the
+		// tool calls its argument. A name the call's binding does not
+		// give is absent: has(value.amount) tells.
+		cel.Variable("value", cel.MapType(cel.StringType, cel.DynType)),
+		cel.CrossTypeNumericComparisons(true),
 		ext.Strings(),
 	)
 })

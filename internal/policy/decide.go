@@ -39,6 +39,9 @@ type Request struct {
 	// are one path either way.
 	FoldCase bool
 	Caps     []capability.Capability
+	// Values are the call's arguments its binding names as typed values
+	// (R35), by name: what conditions read as value.NAME. Nil: none.
+	Values map[string]any
 }
 
 // inlineCaps is how many capability verdicts a Decision holds without
