@@ -38,6 +38,7 @@ const usage = `usage:
                                             the calls waiting for a person; answer one
   aegis console [--addr 127.0.0.1:PORT]     a local web console: approvals, decisions, pins
   aegis bindings [NAME]                     print the curated binding tables
+  aegis bindings propose [--server NAME]    propose bindings for a server's pinned tools, to review
   aegis version                             print the version
 `
 
@@ -97,7 +98,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "pins":
 		err = cmdPins(rest, stdout, stderr)
 	case "bindings":
-		err = cmdBindings(rest, stdout)
+		err = cmdBindings(rest, stdout, stderr)
 	case "approvals":
 		err = cmdApprovals(rest, stdout, stderr)
 	case "console":

@@ -73,6 +73,11 @@ type Binding struct {
 	// Values are the arguments named as typed values for the policy's
 	// conditions (value.NAME); they derive nothing.
 	Values []ValueArg
+	// Shape, when set, is the shape hash (hex) of the tool definition a
+	// person reviewed the binding for (a proposal's, `aegis bindings
+	// propose`): a tool whose pinned shape differs is refused until the
+	// binding is reviewed again. Empty: not tied to a shape.
+	Shape string
 }
 
 // Table is the set of bindings of one server, by tool name.

@@ -3,6 +3,7 @@ package binding
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -48,6 +49,9 @@ type fileTool struct {
 	// Values name arguments as typed values: {pointer: /amount, name:
 	// amount}, which conditions read as value.amount.
 	Values []*fileValue `yaml:"values"`
+	// Shape is the shape hash of the definition the binding was reviewed
+	// for (64 hex digits), as `aegis bindings propose` writes it.
+	Shape string `yaml:"shape"`
 }
 
 type fileValue struct {
@@ -271,7 +275,10 @@ func tableOf(errs *strictyaml.List, top strictyaml.Pos, what string, m map[strin
 			errs.AddError(strictyaml.ErrorAt(top, "%s %q has no binding", what, name))
 			continue
 		}
-		b := &Binding{Tool: name, Tier: ft.Tier.Tier}
+		b := &Binding{Tool: name, Tier: ft.Tier.Tier, Shape: ft.Shape}
+		if ft.Shape != "" && (len(ft.Shape) != 64 || strings.Trim(ft.Shape, "0123456789abcdef") != "") {
+			errs.AddError(strictyaml.ErrorAt(ft.Pos, "%s %q: shape %q: want the 64 hex digits of a shape hash", what, name, ft.Shape))
+		}
 		for _, fa := range ft.Args {
 			if fa == nil {
 				errs.AddError(strictyaml.ErrorAt(ft.Pos, "%s %q: an empty arg", what, name))

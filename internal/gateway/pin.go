@@ -30,6 +30,9 @@ func (s *Session) pinStep(c *Call) {
 	case pinned && p.Held():
 		c.Refuse = &Refusal{Rule: RulePin, Err: fmt.Errorf("tool %q changed its input schema since it was pinned and is held until a person accepts the change", c.Tool)}
 		c.SchemaKey = p.Pending.Full
+	case pinned && s.staleBinding(c.Tool, p):
+		c.Refuse = &Refusal{Rule: RulePin, Err: fmt.Errorf("the binding of tool %q was reviewed for another input schema (shape %.12s, now %.12s): propose and review it again (aegis bindings propose)", c.Tool, s.srv.Bindings[c.Tool].Shape, p.Shape)}
+		c.SchemaKey = p.Full
 	case pinned:
 		c.SchemaKey = p.Full
 		c.Schema, err = s.inputSchema(p)
@@ -41,6 +44,13 @@ func (s *Session) pinStep(c *Call) {
 		// client calls without its having been listed has none.
 		c.Refuse = &Refusal{Rule: RuleSchema, Err: fmt.Errorf("tool %q was never listed by the server, so its arguments cannot be checked against its schema", c.Tool)}
 	}
+}
+
+// staleBinding reports whether the tool's binding was reviewed for
+// another shape of its definition than the pinned one.
+func (s *Session) staleBinding(tool string, p pin.Pin) bool {
+	b := s.srv.Bindings[tool]
+	return b != nil && b.Shape != "" && b.Shape != p.Shape.String()
 }
 
 // inputSchema returns the input schema of a pinned definition, parsed

@@ -1,0 +1,72 @@
+package binding
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestPropose: each argument of a set of real-looking tools classified
+// from its name, type, format and description, and each tier from the
+// annotations or the tool's name; and the proposal is a bindings file
+// that parses, with each tool's shape.
+func TestPropose(t *testing.T) {
+	data, err := os.ReadFile("testdata/propose/tools.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var defs map[string]json.RawMessage
+	if err := json.Unmarshal(data, &defs); err != nil {
+		t.Fatal(err)
+	}
+	shapes := map[string]string{}
+	for n := range defs {
+		shapes[n] = strings.Repeat("a", 64)
+	}
+	ps, err := Propose("fs", defs, shapes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range ps {
+		s := p.Tier
+		for _, a := range p.Args {
+			s += " " + a.Pointer + "=" + a.Kind
+			if a.Form != "" {
+				s += "(" + a.Form + ")"
+			}
+			if a.IDKind != "" {
+				s += "(" + a.IDKind + ")"
+			}
+		}
+		got[p.Tool] = s
+	}
+	for tool, want := range map[string]string{
+		"read_text_file":           "data-read /path=fs.read",
+		"write_file":               "mutating /path=fs.write",
+		"read_multiple_files":      "data-read /paths/*=fs.read",
+		"fetch":                    "data-read /url=net.connect",
+		"ping_host":                "mutating /hostname=net.connect(host)",
+		"git_log":                  "data-read /repo_path=fs.read",
+		"git_checkout":             "mutating /repo_path=fs.write",
+		"run_command":              "mutating /command=exec /workdir=fs.read",
+		"delete_entities":          "mutating /entity_ids/*=id(fs.entity)",
+		"list_allowed_directories": "read-only",
+	} {
+		if got[tool] != want {
+			t.Errorf("%s: %q, want %q", tool, got[tool], want)
+		}
+	}
+	file := ProposalFile("fs", ps)
+	tools, _, err := ParseFile("proposal.yaml", file)
+	if err != nil {
+		t.Fatalf("the proposal does not parse: %v\n%s", err, file)
+	}
+	if b := tools["write_file"]; b == nil || b.Shape != strings.Repeat("a", 64) || len(b.Args) != 1 {
+		t.Errorf("write_file from the file: %+v", b)
+	}
+	if !strings.Contains(string(file), "# not a resource: content (a value)") {
+		t.Errorf("the proposal does not say what it left out:\n%s", file)
+	}
+}
