@@ -57,6 +57,11 @@ type Arg struct {
 	// carry [capability.Capability].Subtree. Like the other fields it can
 	// only make a call need more authority, never less.
 	Subtree bool
+	// RelativeTo, when set, points at another argument, a directory path,
+	// that a relative path of this one is resolved against, as the server
+	// resolves it (git's files against its repository path); an absolute
+	// path stays as it is. Only for a path of kind fs.read or fs.write.
+	RelativeTo *args.Pointer
 	// FlagUnproven says what an id argument the server did not return in
 	// the session does (R16): false (provenance required, the default)
 	// refuses the call; true (provenance flag) marks the capability

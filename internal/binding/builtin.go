@@ -46,7 +46,7 @@ type Builtin struct {
 // values: callers may not share and mutate them.
 func Builtins() map[string]*Builtin {
 	m := make(map[string]*Builtin)
-	for _, b := range []*Builtin{filesystemBuiltin(), fetchBuiltin(), npxFetchBuiltin(), commandsBuiltin()} {
+	for _, b := range []*Builtin{filesystemBuiltin(), fetchBuiltin(), npxFetchBuiltin(), commandsBuiltin(), gitBuiltin(), memoryBuiltin()} {
 		m[b.Name] = b
 	}
 	return m

@@ -57,12 +57,18 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 	var err error
 	for i := range b.Args {
 		a := &b.Args[i]
+		ao := o
+		if a.RelativeTo != nil {
+			if ao, err = relativeOptions(a, root, o); err != nil {
+				return dst, err
+			}
+		}
 		key, found := a.Pointer.SelectExact(root, func(v args.Value, at args.Loc) {
 			if err != nil {
 				return
 			}
 			dst = append(dst, capability.Capability{})
-			if e := a.deriveTo(&dst[len(dst)-1], v, o); e != nil {
+			if e := a.deriveTo(&dst[len(dst)-1], v, ao); e != nil {
 				dst = dst[:len(dst)-1]
 				err = &ArgError{Pointer: at.String(), Kind: a.Kind, Err: e}
 			}
@@ -78,6 +84,35 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 		}
 	}
 	return dst, nil
+}
+
+// relativeOptions returns o with the base a's relative paths resolve
+// against: the canonical path of the argument a.RelativeTo points at. With
+// none there, a relative path of a has no base and is refused.
+func relativeOptions(a *Arg, root args.Value, o *Options) (*Options, error) {
+	var base string
+	var err error
+	a.RelativeTo.SelectExact(root, func(v args.Value, at args.Loc) {
+		if err != nil || base != "" {
+			return
+		}
+		var s string
+		if s, err = stringValue(v); err == nil {
+			base, err = capability.CanonPath(s, &o.Path)
+		}
+		if err != nil {
+			err = &ArgError{Pointer: at.String(), Kind: a.Kind, Err: fmt.Errorf("the directory %s resolves against: %w", a.Pointer, err)}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	ro := *o
+	ro.Path.Bases = nil
+	if base != "" {
+		ro.Path.Bases = []string{base}
+	}
+	return &ro, nil
 }
 
 // deriveTo is derive writing the capability to *c, a zero Capability: a

@@ -364,3 +364,47 @@ func TestDeriveURLs(t *testing.T) {
 		})
 	}
 }
+
+// TestRelativeTo: git_add's files are relative to the repository path,
+// as the server resolves them: an escape with .. lands where it lands,
+// an absolute file stays, and without a repository to resolve against a
+// relative file is refused.
+func TestRelativeTo(t *testing.T) {
+	b := gitBuiltin().Tools["git_add"]
+	o := &Options{Path: capability.PathOptions{Home: "/home/a"}}
+	for _, tt := range []struct {
+		name, args string
+		want       []string // the fs.read paths; nil with err
+		err        bool
+	}{
+		{"files in the repository", `{"repo_path":"/home/a/proj","files":["src/a.go","README.md"]}`, []string{"/home/a/proj/src/a.go", "/home/a/proj/README.md"}, false},
+		{"an escape by ..", `{"repo_path":"/home/a/proj","files":["../.ssh/id_rsa"]}`, []string{"/home/a/.ssh/id_rsa"}, false},
+		{"an absolute file", `{"repo_path":"/home/a/proj","files":["/etc/passwd"]}`, []string{"/etc/passwd"}, false},
+		{"a repository by ..", `{"repo_path":"/home/a/proj/../other","files":["x"]}`, []string{"/home/a/other/x"}, false},
+		{"no repository", `{"files":["x"]}`, nil, true},
+		{"a relative repository", `{"repo_path":"proj","files":["x"]}`, nil, true},
+		{"a repository that is no string", `{"repo_path":7,"files":["x"]}`, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			caps, err := derive(t, b, tt.args, o)
+			if tt.err {
+				if err == nil {
+					t.Errorf("derived %v, want an error", caps)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range caps {
+				if c.Kind == capability.FSRead {
+					got = append(got, c.Path)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("reads %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -71,6 +71,9 @@ type fileArg struct {
 	Form    formValue      `yaml:"form"`
 	IDKind  idKindValue    `yaml:"id_kind"`
 	Subtree subtreeValue   `yaml:"subtree"`
+	// RelativeTo points at the directory argument a relative path of
+	// this one resolves against.
+	RelativeTo *pointerValue `yaml:"relative_to"`
 	// Provenance is required (the default: an id the server never
 	// returned refuses the call) or flag (it marks the id unproven, and
 	// the policy decides).
@@ -293,6 +296,17 @@ func tableOf(errs *strictyaml.List, top strictyaml.Pos, what string, m map[strin
 				errs.AddError(strictyaml.ErrorAt(fa.Pos, "an id argument needs id_kind"))
 			case a.Kind != capability.ID && a.IDKind != "":
 				errs.AddError(strictyaml.ErrorAt(fa.IDKind.pos, "id_kind applies only to kind id, not %s", a.Kind))
+			}
+			if fa.RelativeTo != nil {
+				switch {
+				case a.Kind != capability.FSRead && a.Kind != capability.FSWrite || a.form() != FormPath:
+					errs.AddError(strictyaml.ErrorAt(fa.Pos, "relative_to applies only to a path of kind fs.read or fs.write, not %s", a.Kind))
+				case fa.RelativeTo.Pointer.Wild():
+					errs.AddError(strictyaml.ErrorAt(fa.Pos, "relative_to %s: want one argument, not a pattern with *", fa.RelativeTo.Pointer))
+				default:
+					rp := fa.RelativeTo.Pointer
+					a.RelativeTo = &rp
+				}
 			}
 			if fa.Provenance.pos.Line > 0 && a.Kind != capability.ID {
 				errs.AddError(strictyaml.ErrorAt(fa.Provenance.pos, "provenance applies only to kind id, not %s", a.Kind))
