@@ -31,9 +31,13 @@ const (
 	FormHost         // a bare host or host:port
 	FormCommand      // a command line (string) or an argv array
 	FormPlain        // an opaque id string
+	// FormURLOrPath is a URL or a local path (git's remote): a URL with
+	// a scheme derives as FormURL, anything else as a path to read
+	// (fs.read); scp-like host:path syntax is refused as ambiguous.
+	FormURLOrPath
 )
 
-var formNames = [...]string{FormDefault: "", FormPath: "path", FormURL: "url", FormHost: "host", FormCommand: "command", FormPlain: "plain"}
+var formNames = [...]string{FormDefault: "", FormPath: "path", FormURL: "url", FormHost: "host", FormCommand: "command", FormPlain: "plain", FormURLOrPath: "url-or-path"}
 
 // String returns the form's name as written in bindings files.
 func (f Form) String() string {
@@ -111,7 +115,7 @@ func validForm(k capability.Kind, f Form) bool {
 	case capability.FSRead, capability.FSWrite:
 		return f == FormPath
 	case capability.NetConnect:
-		return f == FormURL || f == FormHost
+		return f == FormURL || f == FormHost || f == FormURLOrPath
 	case capability.Exec:
 		return f == FormCommand
 	case capability.ID:

@@ -3,6 +3,7 @@ package binding
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -70,7 +71,9 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 			dst = append(dst, capability.Capability{})
 			if e := a.deriveTo(&dst[len(dst)-1], v, ao); e != nil {
 				dst = dst[:len(dst)-1]
-				err = &ArgError{Pointer: at.String(), Kind: a.Kind, Err: e}
+				if e != errNoCapability {
+					err = &ArgError{Pointer: at.String(), Kind: a.Kind, Err: e}
+				}
 			}
 		})
 		if found {
@@ -85,6 +88,14 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 	}
 	return dst, nil
 }
+
+// errNoCapability is deriveTo's word for an argument that derives
+// nothing (a data: URL): not an error.
+var errNoCapability = errors.New("no capability")
+
+// schemeRE matches a URL with a scheme (a URL or-path argument's URL
+// case): scheme "://", or file:, data:.
+var schemeRE = regexp.MustCompile(`^(?i)([a-z][a-z0-9+.-]*://|file:|data:)`)
 
 // relativeOptions returns o with the base a's relative paths resolve
 // against: the canonical path of the argument a.RelativeTo points at. With
@@ -122,6 +133,21 @@ func (a *Arg) deriveTo(c *capability.Capability, v args.Value, o *Options) error
 	switch a.form() {
 	case FormURL:
 		return a.deriveURL(c, v, o)
+	case FormURLOrPath:
+		s, err := stringValue(v)
+		if err != nil {
+			return err
+		}
+		switch {
+		case schemeRE.MatchString(s):
+			return a.deriveURL(c, v, o)
+		case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || strings.HasPrefix(s, "."):
+		case strings.Contains(s, ":"):
+			return fmt.Errorf("%q is neither a URL with a scheme nor a path (host:path, the scp-like form, is ambiguous)", s)
+		}
+		rd := *a
+		rd.Kind = capability.FSRead
+		return rd.derivePath(c, v, o)
 	case FormPath:
 		return a.derivePath(c, v, o)
 	}
@@ -157,6 +183,9 @@ func (a *Arg) deriveURL(c *capability.Capability, v args.Value, o *Options) erro
 		return err
 	}
 	if err = capability.FromURLTo(c, s); err != nil {
+		if errors.Is(err, capability.ErrDataURL) {
+			return errNoCapability // its content is in the argument: no connection
+		}
 		return err
 	}
 	if c.Kind == capability.FSRead {

@@ -211,7 +211,7 @@ func TestFetchBuiltin(t *testing.T) {
 		{name: "hex IPv4 metadata", args: `{"url":"http://0xa9.0xfe.0xa9.0xfe/latest/"}`, wantKind: capability.NetConnect, wantHost: "169.254.169.254", wantPort: 80},
 		{name: "file URL is a read", args: `{"url":"file:///home/alice/.ssh/id_rsa"}`, wantKind: capability.FSRead},
 		{name: "backslash differential", args: `{"url":"http://example.com\\@evil.com/"}`, wantErr: true},
-		{name: "no host", args: `{"url":"data:text/plain,hi"}`, wantErr: true},
+		{name: "no host", args: `{"url":"mailto:a@example.com"}`, wantErr: true},
 		{name: "not a string", args: `{"url":42}`, wantErr: true},
 	}
 	for _, tt := range tests {
@@ -335,7 +335,7 @@ func TestDeriveURLs(t *testing.T) {
 	}{
 		{name: "plain URLs", urls: []string{"https://api.github.com/repos?a=b", "http://x.com:8080"}},
 		{name: "plain and full", urls: []string{"https://a.com/x", "HTTP://0x7f.1/", "file:///etc/passwd", "http://b.com"}},
-		{name: "bad second", urls: []string{"https://a.com", "data:text/plain,x", "http://b.com"}, wantErr: "/urls/1"},
+		{name: "bad second", urls: []string{"https://a.com", "mailto:a@example.com", "http://b.com"}, wantErr: "/urls/1"},
 		{name: "bad first", urls: []string{"http://a.com\\@b.com/", "https://a.com"}, wantErr: "/urls/0"},
 	}
 	for _, tt := range tests {
@@ -404,6 +404,53 @@ func TestRelativeTo(t *testing.T) {
 			}
 			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
 				t.Errorf("reads %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDataAndURLOrPath: a data: URL carries its content and derives
+// nothing; a URL-or-path argument (git's remote) is a connection when it
+// has a scheme, a read of a local path otherwise, and the scp-like
+// host:path form, which is neither, is refused.
+func TestDataAndURLOrPath(t *testing.T) {
+	o := &Options{Path: capability.PathOptions{Home: "/home/a"}}
+	url := &Binding{Tool: "t", Args: []Arg{curatedArg("/u", capability.NetConnect, FormURL)}}
+	remote := &Binding{Tool: "t", Args: []Arg{curatedArg("/u", capability.NetConnect, FormURLOrPath)}}
+	for _, tt := range []struct {
+		name string
+		b    *Binding
+		arg  string
+		want string // kind and target; "" for nothing
+		err  bool
+	}{
+		{"a data: URL", url, "data:text/plain;base64,aGk=", "", false},
+		{"a DATA: URL", url, "DATA:,x", "", false},
+		{"an https remote", remote, "https://github.com/org/repo.git", "net.connect github.com", false},
+		{"an ssh:// remote", remote, "ssh://git@example.com/repo.git", "net.connect example.com", false},
+		{"a local remote", remote, "/srv/git/repo.git", "fs.read /srv/git/repo.git", false},
+		{"a local remote by ~", remote, "~/repos/x", "fs.read /home/a/repos/x", false},
+		{"a file: remote", remote, "file:///srv/git/repo.git", "fs.read /srv/git/repo.git", false},
+		{"the scp-like form", remote, "git@github.com:org/repo.git", "", true},
+		{"a relative remote with no base", remote, "repo.git", "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			caps, err := derive(t, tt.b, `{"u":"`+tt.arg+`"}`, o)
+			if tt.err {
+				if err == nil {
+					t.Errorf("derived %v, want an error", caps)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, c := range caps {
+				got = c.Kind.String() + " " + c.Path + c.Host
+			}
+			if got != tt.want {
+				t.Errorf("derived %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -57,6 +57,10 @@ func FromURLTo(c *Capability, raw string) error {
 	return err
 }
 
+// ErrDataURL is FromURL's error for a data: URL, which carries its content
+// and names no connection: a binding derives nothing from it.
+var ErrDataURL = errors.New("parsing URL: a data: URL carries its content and names no connection")
+
 // fromURL is FromURL for any input: the WHATWG parser, then net/url's.
 func fromURL(raw string) (Capability, error) {
 	u, err := parseURL(raw)
@@ -76,6 +80,9 @@ func fromURL(raw string) (Capability, error) {
 	}
 	if u.scheme == "file" {
 		return fileCapability(&u, nu)
+	}
+	if u.scheme == "data" {
+		return Capability{}, ErrDataURL
 	}
 	if !u.hasHost {
 		return Capability{}, fmt.Errorf("parsing URL: a %s: URL without a host names no connection", u.scheme)
