@@ -186,7 +186,7 @@ func capsJSON(caps []capability.Capability) []capJSON {
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
 			IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven,
 		}
-		if c.Kind == capability.NetConnect {
+		if c.Kind == capability.NetConnect || c.Kind == capability.NetLink {
 			j.Classes = c.Classes.Names()
 		}
 		out = append(out, j)

@@ -35,9 +35,13 @@ const (
 	// a scheme derives as FormURL, anything else as a path to read
 	// (fs.read); scp-like host:path syntax is refused as ambiguous.
 	FormURLOrPath
+	// FormText is free text (a message's body) for kind net.link: every
+	// URL written in it derives a net.link, every e-mail address an id of
+	// kind email. The text's other words derive nothing.
+	FormText
 )
 
-var formNames = [...]string{FormDefault: "", FormPath: "path", FormURL: "url", FormHost: "host", FormCommand: "command", FormPlain: "plain", FormURLOrPath: "url-or-path"}
+var formNames = [...]string{FormDefault: "", FormPath: "path", FormURL: "url", FormHost: "host", FormCommand: "command", FormPlain: "plain", FormURLOrPath: "url-or-path", FormText: "text"}
 
 // String returns the form's name as written in bindings files.
 func (f Form) String() string {
@@ -102,6 +106,8 @@ func (a *Arg) form() Form {
 		return FormPath
 	case capability.NetConnect:
 		return FormURL
+	case capability.NetLink:
+		return FormText
 	case capability.Exec:
 		return FormCommand
 	default:
@@ -120,6 +126,8 @@ func validForm(k capability.Kind, f Form) bool {
 		return f == FormCommand
 	case capability.ID:
 		return f == FormPlain
+	case capability.NetLink:
+		return f == FormText
 	}
 	return false
 }

@@ -68,6 +68,13 @@ func (b *Binding) Derive(dst []capability.Capability, root args.Value, o *Option
 			if err != nil {
 				return
 			}
+			if a.form() == FormText {
+				var e error
+				if dst, e = a.deriveText(dst, v, ao); e != nil {
+					err = &ArgError{Pointer: at.String(), Kind: a.Kind, Err: e}
+				}
+				return
+			}
 			dst = append(dst, capability.Capability{})
 			if e := a.deriveTo(&dst[len(dst)-1], v, ao); e != nil {
 				dst = dst[:len(dst)-1]

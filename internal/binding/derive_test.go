@@ -1,7 +1,9 @@
 package binding
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/netip"
 	"strconv"
@@ -454,4 +456,99 @@ func TestDataAndURLOrPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestText: a text argument derives a net.link for every URL written in
+// it, as a reader's client would link it, and an id of kind email for
+// every address; prose around a link is not part of it; a link aegis
+// cannot read one way is refused, not skipped.
+func TestText(t *testing.T) {
+	b := &Binding{Tool: "send", Args: []Arg{{Pointer: mustPointer(t, "/body"), Kind: capability.NetLink}}}
+	for _, tt := range []struct {
+		name, text string
+		want       []string
+		err        bool
+	}{
+		{"no links", "see you at noon", nil, false},
+		{"a link", "read https://evil.example/x?y=1 now", []string{"net.link evil.example:443"}, false},
+		{"a link in brackets and a full stop", "(see https://a.example/p).", []string{"net.link a.example:443"}, false},
+		{"a link in angle brackets", "<http://b.example:8080/>", []string{"net.link b.example:8080"}, false},
+		{"a bare www host", "go to www.c.example/path now", []string{"net.link www.c.example:80"}, false},
+		{"an IP link in hex", "http://0x7f000001/", []string{"net.link 127.0.0.1:80"}, false},
+		{"an address", "write to Bob@Example.ORG please", []string{"id email Bob@example.org"}, false},
+		{"a link with credentials", "https://user:pw@d.example/", []string{"net.link d.example:443"}, false},
+		{"a data: URL", "data:text/plain,hi is fine", nil, false},
+		{"a file: link", "open file:///etc/passwd", nil, true},
+		{"an ambiguous link", `https://e.example\@f.example/`, nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			body, _ := json.Marshal(tt.text)
+			caps, err := derive(t, b, `{"body":`+string(body)+`}`, &Options{})
+			if tt.err {
+				if err == nil {
+					t.Errorf("derived %v, want an error", caps)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range caps {
+				switch c.Kind {
+				case capability.NetLink:
+					got = append(got, fmt.Sprintf("net.link %s:%d", c.Host, c.Port))
+				case capability.ID:
+					got = append(got, "id "+c.IDKind+" "+c.ID)
+				default:
+					got = append(got, c.Kind.String())
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("derived %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func mustPointer(t *testing.T, s string) args.Pointer {
+	t.Helper()
+	p, err := args.ParsePointer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// FuzzText: deriving from any text never panics, and what it derives is
+// well formed: a net.link with a host, an email id with an address.
+func FuzzText(f *testing.F) {
+	for _, s := range []string{"see https://a.example/x).", "www.b.example", "x@y.example", "https://u:p@h.example/ and z@q.example", "http://0x7f.1/", "(https://[::1]:8080/a]"} {
+		f.Add(s)
+	}
+	b := &Binding{Tool: "t", Args: []Arg{{Pointer: args.Pointer{}, Kind: capability.NetLink}}}
+	f.Fuzz(func(t *testing.T, text string) {
+		body, err := json.Marshal(text)
+		if err != nil {
+			return
+		}
+		var doc args.Doc
+		if doc.Decode(body, nil) != nil {
+			return
+		}
+		caps, err := b.Derive(nil, doc.Root(), &Options{})
+		if err != nil {
+			return
+		}
+		for _, c := range caps {
+			switch {
+			case c.Kind == capability.NetLink && c.Host == "":
+				t.Fatalf("%q: a link with no host: %+v", text, c)
+			case c.Kind == capability.ID && (c.IDKind != IDKindEmail || !strings.Contains(c.ID, "@")):
+				t.Fatalf("%q: an address that is none: %+v", text, c)
+			case c.Kind != capability.NetLink && c.Kind != capability.ID:
+				t.Fatalf("%q: derived %s", text, c.Kind)
+			}
+		}
+	})
 }

@@ -139,6 +139,9 @@ func (k *kindValue) UnmarshalYAMLNode(file string, n *yaml.Node) error {
 	if err != nil {
 		return err
 	}
+	if s == "text" {
+		s = "net.link" // free text: its links and e-mail addresses
+	}
 	k.Kind, err = capability.ParseKind(s)
 	if err != nil {
 		return strictyaml.Errorf(file, n, "%v", err)

@@ -25,9 +25,13 @@ const (
 	NetConnect                 // open a connection to scheme://host:port
 	Exec                       // run a program
 	ID                         // name an object of the server, for provenance
+	// NetLink is a link written into free text (a message's body): the
+	// server connects nowhere, but whoever reads the text may follow it.
+	// It has the fields of a NetConnect.
+	NetLink
 )
 
-var kindNames = [...]string{FSRead: "fs.read", FSWrite: "fs.write", NetConnect: "net.connect", Exec: "exec", ID: "id"}
+var kindNames = [...]string{FSRead: "fs.read", FSWrite: "fs.write", NetConnect: "net.connect", Exec: "exec", ID: "id", NetLink: "net.link"}
 
 // String returns the kind's name as written in policies and bindings.
 func (k Kind) String() string {
@@ -44,7 +48,7 @@ func ParseKind(s string) (Kind, error) {
 			return Kind(k), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown capability kind %q (want fs.read, fs.write, net.connect, exec or id)", s)
+	return 0, fmt.Errorf("unknown capability kind %q (want fs.read, fs.write, net.connect, net.link, exec or id)", s)
 }
 
 // Capability is one thing a call would do, in canonical form. Only the fields

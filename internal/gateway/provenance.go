@@ -77,6 +77,11 @@ func (e *Engine) flagUnproven(c *Call, b *binding.Binding, caps []capability.Cap
 	for i := range b.Args {
 		a := &b.Args[i]
 		switch {
+		case a.Kind == capability.NetLink:
+			// The addresses written in a text are the model's: one the
+			// server never returned, and no trusted set holds, is
+			// unproven (a new recipient).
+			flagged = append(flagged, binding.IDKindEmail)
 		case a.Kind != capability.ID:
 		case a.FlagUnproven:
 			flagged = append(flagged, a.IDKind)

@@ -376,7 +376,7 @@ func describeCap(c *capability.Capability) string {
 			return k + " " + printable(c.Path) + " and everything under it"
 		}
 		return k + " " + printable(c.Path)
-	case capability.NetConnect:
+	case capability.NetConnect, capability.NetLink:
 		host := c.Host
 		if c.Addr.IsValid() && c.Addr.Is6() {
 			host = "[" + host + "]"

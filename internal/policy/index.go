@@ -15,7 +15,7 @@ type index struct {
 	actionByTool   keyMap // action rules whose tool list is all literal names
 	actionByServer keyMap // the others whose server list is all literal names
 	actionOther    []cand // the rest
-	kinds          [capability.ID + 1]kindIndex
+	kinds          [capability.NetLink + 1]kindIndex
 	// memo holds the action candidates of recent (server, tool) pairs,
 	// found from the three lists above.
 	memo *actionMemo
@@ -119,7 +119,7 @@ func buildIndex(rules []*rule) index {
 			idx.addAction(r)
 			continue
 		}
-		for k := capability.FSRead; k <= capability.ID; k++ {
+		for k := capability.FSRead; k <= capability.NetLink; k++ {
 			if r.kinds.has(k) {
 				idx.kinds[k].add(k, r)
 			}
@@ -179,7 +179,7 @@ func (ki *kindIndex) add(k capability.Kind, r *rule) {
 			ki.foldPaths.add(p, r, k, d)
 		}
 		return
-	case capability.NetConnect:
+	case capability.NetConnect, capability.NetLink:
 		if !r.hasHosts {
 			break
 		}
@@ -526,12 +526,12 @@ func (idx *index) capability(e *evaluator) bool {
 			// The index walked, in the forms it walked the path by.
 			paths.under(e)
 		}
-	case capability.NetConnect:
+	case capability.NetConnect, capability.NetLink:
 		if c.Host == "" {
 			return false
 		}
 		e.capSig = capSig(c)
-		ki := &idx.kinds[capability.NetConnect]
+		ki := &idx.kinds[c.Kind]
 		if len(ki.generic) > 0 {
 			e.considerNet(ki.generic, 0)
 		}

@@ -306,7 +306,7 @@ func (c *compiler) rule(i int, rs *ruleSpec, shadowPolicy bool) *rule {
 	}
 	info.Unbound = r.unbound
 	info.PathUnder = slices.Clone(r.paths) // a copy: changing a Rule changes no decision
-	for k := capability.FSRead; k <= capability.ID; k++ {
+	for k := capability.FSRead; k <= capability.NetLink; k++ {
 		if r.kinds.has(k) {
 			info.Kinds = append(info.Kinds, k)
 		}
@@ -438,9 +438,9 @@ type family struct {
 func (c *compiler) kinds(rs *ruleSpec) kindSet {
 	fams := []family{
 		{"path_under", rs.PathUnder.set, fsKinds, rs.PathUnder.pos},
-		{"host", rs.Host.set, netKinds, rs.Host.pos},
-		{"port", rs.Port.set, netKinds, rs.Port.pos},
-		{"scheme", rs.Scheme.set, netKinds, rs.Scheme.pos},
+		{"host", rs.Host.set, hostKinds, rs.Host.pos},
+		{"port", rs.Port.set, hostKinds, rs.Port.pos},
+		{"scheme", rs.Scheme.set, hostKinds, rs.Scheme.pos},
 		{"program", rs.Program.set, execKinds, rs.Program.pos},
 		{"shell", rs.Shell.set, execKinds, rs.Shell.pos},
 		{"id_kind", rs.IDKind.set, idKinds, rs.IDKind.pos},
@@ -487,7 +487,7 @@ func (c *compiler) kinds(rs *ruleSpec) kindSet {
 
 func kindNames(ks kindSet) string {
 	var names []string
-	for k := capability.FSRead; k <= capability.ID; k++ {
+	for k := capability.FSRead; k <= capability.NetLink; k++ {
 		if ks.has(k) {
 			names = append(names, k.String())
 		}

@@ -118,7 +118,7 @@ rules:
     effect: allow
     path_under: /srv
     host: example.com
-`, want: `p.yaml:6:11: host (for net.connect) cannot be combined with path_under (for fs.read and fs.write) in one rule`},
+`, want: `p.yaml:6:11: host (for net.connect and net.link) cannot be combined with path_under (for fs.read and fs.write) in one rule`},
 		{name: "path_under with net.connect only", in: `version: 1
 rules:
   - id: a
@@ -129,7 +129,7 @@ rules:
 		{name: "program with fs kinds", in: "version: 1\nrules:\n  - {id: a, effect: allow, capability: [exec, fs.read], program: git}\n",
 			want: `p.yaml:3:66: program does not apply to fs.read (it applies to exec)`},
 		{name: "unknown kind", in: "version: 1\nrules:\n  - {id: a, effect: allow, capability: fs.delete}\n",
-			want: `p.yaml:3:40: unknown capability kind "fs.delete" (want fs.read, fs.write, net.connect, exec or id)`},
+			want: `p.yaml:3:40: unknown capability kind "fs.delete" (want fs.read, fs.write, net.connect, net.link, exec or id)`},
 		{name: "unbound with capability matchers", in: `version: 1
 rules:
   - id: a
@@ -213,7 +213,7 @@ rules:
 	want := []*Rule{
 		{ID: "a", Reason: "because", File: "p.yaml", Line: 3, Col: 5, Effect: Allow},
 		{ID: "b", File: "p.yaml", Line: 7, Col: 5, Effect: Ask, Mode: Shadow, Kinds: []capability.Kind{capability.FSRead, capability.FSWrite}, PathUnder: []string{"/home/a/docs"}},
-		{ID: "c", File: "p.yaml", Line: 11, Col: 5, Effect: Deny, Kinds: []capability.Kind{capability.NetConnect}, When: "cap.port == 22"},
+		{ID: "c", File: "p.yaml", Line: 11, Col: 5, Effect: Deny, Kinds: []capability.Kind{capability.NetConnect, capability.NetLink}, When: "cap.port == 22"},
 		{ID: "d", File: "p.yaml", Line: 15, Col: 5, Effect: Allow, Unbound: true},
 		{ID: "e", File: "p.yaml", Line: 19, Col: 5, Effect: Deny, Kinds: []capability.Kind{capability.Exec}},
 	}

@@ -90,9 +90,12 @@ func (k kindSet) has(kind capability.Kind) bool { return kind < 8 && k&(1<<kind)
 var (
 	fsKinds   = kindSet(1<<capability.FSRead | 1<<capability.FSWrite)
 	netKinds  = kindSet(1 << capability.NetConnect)
+	// hostKinds are the kinds the host, port and scheme matchers apply
+	// to: connections, and links written into text.
+	hostKinds = kindSet(1<<capability.NetConnect | 1<<capability.NetLink)
 	execKinds = kindSet(1 << capability.Exec)
 	idKinds   = kindSet(1 << capability.ID)
-	allKinds  = fsKinds | netKinds | execKinds | idKinds
+	allKinds  = fsKinds | hostKinds | execKinds | idKinds
 )
 
 // grants reports whether the rule can grant (allow or ask). Matchers that
@@ -315,7 +318,7 @@ func (r *rule) matchCap(c *capability.Capability, f *pathForms, d done) bool {
 			!(c.Subtree && r.effect != Allow && r.reachesBelow(f)) {
 			return false
 		}
-	case capability.NetConnect:
+	case capability.NetConnect, capability.NetLink:
 		if r.hasHosts && d&doneHost == 0 && !r.hosts.match(c, !r.grants()) {
 			return false
 		}
@@ -514,7 +517,7 @@ func validCap(c *capability.Capability) bool {
 	switch c.Kind {
 	case capability.FSRead, capability.FSWrite:
 		return canonicalPath(c.Path)
-	case capability.NetConnect:
+	case capability.NetConnect, capability.NetLink:
 		return c.Host != ""
 	case capability.Exec:
 		return c.Shell || c.Program != ""
@@ -604,7 +607,7 @@ func (r *rule) residue(k capability.Kind, d done) need {
 		if r.paths != nil && d&donePath == 0 {
 			n |= needCap
 		}
-	case capability.NetConnect:
+	case capability.NetConnect, capability.NetLink:
 		switch {
 		case r.hasHosts && d&doneHost == 0:
 			n |= needCap

@@ -113,7 +113,7 @@ func ruleCapSig(r *rule) uint64 {
 
 // capSig returns the capability signature of c.
 func capSig(c *capability.Capability) uint64 {
-	if c.Kind != capability.NetConnect {
+	if c.Kind != capability.NetConnect && c.Kind != capability.NetLink {
 		return ^uint64(0)
 	}
 	ports := uint64(0xffffffff)

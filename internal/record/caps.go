@@ -44,7 +44,7 @@ func AppendCapabilities(dst []capability.Capability, cs []Cap) ([]capability.Cap
 			Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command,
 			IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven,
 		})
-		if k == capability.NetConnect {
+		if k == capability.NetConnect || k == capability.NetLink {
 			host, addr, classes, err := capability.CanonHostClasses(c.Host)
 			if err != nil || host != c.Host {
 				return nil, fmt.Errorf("recorded host %q is not canonical", c.Host)

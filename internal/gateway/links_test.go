@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/args"
+	"github.com/aegis-mcp/aegis/internal/binding"
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/policy"
+	"github.com/aegis-mcp/aegis/internal/session"
+)
+
+// TestTextLinks: a message body bound as text derives its links and
+// addresses (R35), and the policy speaks of them: a link to the
+// company's host goes, one elsewhere asks, one to an internal address is
+// refused, whatever the spelling; a colleague's address goes (a trusted
+// set), a new one asks.
+func TestTextLinks(t *testing.T) {
+	src, err := os.ReadFile("testdata/links.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse("testdata/links.yaml", src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := args.ParsePointer("/body")
+	colleagues, _ := policy.NewValueSet(binding.IDKindEmail, []string{"*@corp.example"})
+	e, err := New(p, []*Server{{Name: "mail", Bindings: binding.Table{
+		"send": {Tool: "send", Tier: capability.TierMutating, Args: []binding.Arg{{Pointer: body, Kind: capability.NetLink}}},
+	}}}, &Options{Sessions: session.New(nil), Trusted: []*policy.ValueSet{colleagues}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.OpenSession("s", capability.Interactive)
+	for _, tt := range []struct {
+		name, text string
+		want       policy.Effect
+	}{
+		{"plain text", "lunch at noon?", policy.Allow},
+		{"our wiki", "see https://wiki.corp.example/page", policy.Allow},
+		{"another host", "see https://evil.com/steal?d=1", policy.Ask},
+		{"a reserved name", "see https://printer.local/", policy.Deny},
+		{"the metadata address in hex", "see http://0xa9fea9fe/latest/meta-data", policy.Deny},
+		{"a loopback link among ours", "https://corp.example/ and http://127.1:8080/admin", policy.Deny},
+		{"a colleague", "ask alice@corp.example", policy.Allow},
+		{"a new recipient", "forward to mallory@evil.example", policy.Ask},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, _ := json.Marshal(map[string]string{"body": tt.text})
+			v := e.Check(context.Background(), &Call{Session: "s", Server: "mail", Tool: "send", Origin: capability.Interactive, Arguments: b})
+			if v.Effect != tt.want {
+				t.Errorf("%s (%s), want %s", v.Effect, v.Reason(), tt.want)
+			}
+		})
+	}
+}
