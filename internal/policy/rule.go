@@ -88,8 +88,7 @@ type kindSet uint8
 func (k kindSet) has(kind capability.Kind) bool { return kind < 8 && k&(1<<kind) != 0 }
 
 var (
-	fsKinds  = kindSet(1<<capability.FSRead | 1<<capability.FSWrite)
-	netKinds = kindSet(1 << capability.NetConnect)
+	fsKinds = kindSet(1<<capability.FSRead | 1<<capability.FSWrite)
 	// hostKinds are the kinds the host, port and scheme matchers apply
 	// to: connections, and links written into text.
 	hostKinds = kindSet(1<<capability.NetConnect | 1<<capability.NetLink)
