@@ -140,6 +140,9 @@ type fileServer struct {
 	CaseInsensitive *bool `yaml:"case_insensitive"`
 	// HideUnallowed hides from tools/list the tools no rule could allow.
 	HideUnallowed bool `yaml:"hide_unallowed"`
+	// Taint is what an untrusted result taints: session (the default:
+	// the whole session) or values (the calls that carry its values, R36).
+	Taint string `yaml:"taint"`
 	// Templates names the template syntax the server expands in its
 	// inputs (mustache | jinja); absent: it expands none.
 	Templates string `yaml:"templates"`
@@ -550,6 +553,13 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			return nil, strictyaml.ErrorAt(fs.Pos, "%v", err)
 		}
 		s := &gateway.Server{Name: name}
+		switch fs.Taint {
+		case "", "session":
+		case "values":
+			s.ValueTaint = true
+		default:
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: taint %q: want session (an untrusted result taints the session) or values (the calls that carry its values)", name, fs.Taint)
+		}
 		var sem binding.Semantics
 		if fs.Builtin != "" {
 			b := builtins[fs.Builtin]

@@ -29,6 +29,11 @@ type Server struct {
 	Templates *shape.Syntax
 	// Tools configures the checks per tool; a tool not listed has none.
 	Tools map[string]*Tool
+	// ValueTaint makes an untrusted result taint the calls that carry its
+	// values (R36) instead of the whole session: its URLs, addresses, long
+	// words and short strings are kept, and a call whose arguments hold
+	// one is tainted.
+	ValueTaint bool
 	// Methods configures the checks of requests of other MCP methods, by
 	// method (of its settings, the caps, untrusted, allow_unattended and
 	// ids apply). A method aegis does not decide itself is refused unless

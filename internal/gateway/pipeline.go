@@ -11,6 +11,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/dlp"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/schema"
+	"github.com/aegis-mcp/aegis/internal/session"
 	"github.com/aegis-mcp/aegis/internal/shape"
 )
 
@@ -109,6 +110,11 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 	var inputs []byte
 	if err == nil {
 		origin, taint = e.sessionFacts(c)
+		if !taint && s.ValueTaint && c.Session != "" {
+			// A value of an untrusted result in the arguments taints
+			// this call (R36).
+			taint, _ = e.sessions.CarriesTaint(c.Session, session.Tokens(nil, doc.Root()))
+		}
 		fwd, found, err = e.scanArguments(s, doc, fwd)
 	}
 	if err == nil && c.InputResponses != nil {

@@ -41,10 +41,11 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 	if r.Method != "" {
 		t, source = s.Methods[r.Method], r.Server+" "+r.Method
 	}
-	if t != nil && t.Untrusted && r.Session != "" {
+	valueTaint := t != nil && t.Untrusted && r.Session != "" && s.ValueTaint
+	if t != nil && t.Untrusted && r.Session != "" && !s.ValueTaint {
 		e.sessions.Taint(r.Session, source)
 	}
-	if s.DLP == nil && (t == nil || len(t.IDs) == 0) {
+	if s.DLP == nil && (t == nil || len(t.IDs) == 0) && !valueTaint {
 		return nil, nil, nil
 	}
 	// The document is a pooled one: its nodes are reused, and Decode
@@ -63,6 +64,13 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 		return nil, nil, fmt.Errorf("result: %w", err)
 	}
 	root := doc.Root()
+	if valueTaint {
+		// An error's text is the server's words too: it taints.
+		e.sessions.TaintValues(r.Session, source, session.Tokens(nil, root))
+	}
+	if s.DLP == nil && (t == nil || len(t.IDs) == 0) {
+		return nil, nil, nil
+	}
 	if t != nil && len(t.IDs) > 0 && !r.Error {
 		// An error result names no object the server holds.
 		if isErr, ok := root.Lookup("isError"); !ok || isErr.Raw() != "true" {

@@ -97,6 +97,11 @@ type state struct {
 	used       time.Duration // last use, as an offset from the store's epoch
 	prev, next *state        // in the store's lru list
 	ids        map[string]*idSet
+	// values are the tokens of the session's untrusted results (value-
+	// level taint), each with the result it came from; valueOrder keeps
+	// their order, to forget the oldest.
+	values     map[string]string
+	valueOrder []string
 	tools      map[string]*counter
 	// lastCounter is the counter Take counted last, one of tools (counters
 	// are never removed from tools).
