@@ -26,6 +26,7 @@ var pinned = map[string]string{
 	"@modelcontextprotocol/server-filesystem": "2026.8.31",
 	"mcp-server-commands":                     "0.5.0",
 	"@tokenizin/mcp-npx-fetch":                "1.0.0",
+	"@cyanheads/git-mcp-server":               "2.15.3",
 }
 
 // The parts every test uses, found or built by TestMain.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,5 +78,75 @@ func TestProposedBindings(t *testing.T) {
 	res := tsResults(t, r)
 	if len(res) != 1 || !res[0].isError || !strings.Contains(res[0].text, "reviewed for another input schema") {
 		t.Errorf("write_file with a stale binding: %+v", res)
+	}
+}
+
+// TestProposedGitBindings: the real git server from npm (28 tools, no
+// curated table) gets its bindings from a proposal, accepted as it is:
+// its calls are then decided on what they name — a status of a
+// repository in the projects goes, a log of ~/.ssh is refused, a clone
+// from a loopback URL is refused before the server could connect, and an
+// init in the projects makes the repository.
+func TestProposedGitBindings(t *testing.T) {
+	needNode(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on this machine")
+	}
+	h := newFSHome(t)
+	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(h.home, "projects", "repo")
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	gitPolicy := strings.Replace(string(policy), `tool: ["read_*"`, `tool: ["git_*", "read_*"`, 1)
+	writeFiles(t, h.home, map[string]string{
+		"unbound.yaml":    "version: 1\npolicy: git-policy.yaml\nservers:\n  fs: {sandbox: \"off\"}\n",
+		"proposed.yaml":   "version: 1\npolicy: git-policy.yaml\nservers:\n  fs: {bindings: [git-bindings.yaml], sandbox: \"off\"}\n",
+		"git-policy.yaml": gitPolicy,
+	})
+	server := []string{nodeBin, filepath.Join(e2eDir, "node_modules", "@cyanheads", "git-mcp-server", "dist", "index.js")}
+	env := append(h.env, "MCP_TRANSPORT_TYPE=stdio", "MCP_LOG_LEVEL=error")
+	mustDriver(t, env, []string{"calls", writePlan(t, nil)}, aegisRun(filepath.Join(h.home, "unbound.yaml"), "fs", server...))
+	out, code := aegisCLI(t, env, "bindings", "propose", "--server", "fs")
+	if code != 0 {
+		t.Fatalf("aegis bindings propose: exit %d\n%s", code, out)
+	}
+	if n := strings.Count(out, "\n  git_"); n != 28 {
+		t.Errorf("the proposal binds %d tools, want the server's 28:\n%s", n, out)
+	}
+	if err := os.WriteFile(filepath.Join(h.home, "git-bindings.yaml"), []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newRepo := filepath.Join(h.home, "projects", "new")
+	calls := []fsCall{
+		{name: "git_status of a repository in the projects", tool: "git_status", args: map[string]any{"path": repo}, want: record.Allow},
+		{name: "git_log of ~/.ssh", tool: "git_log", args: map[string]any{"path": filepath.Join(h.home, ".ssh")}, want: record.Deny, rule: "no-secrets"},
+		{name: "git_clone from a loopback URL", tool: "git_clone", args: map[string]any{"url": "http://127.0.0.1:9/x.git", "path": filepath.Join(h.home, "projects", "clone")}, want: record.Deny},
+		{name: "git_init in the projects", tool: "git_init", args: map[string]any{"path": newRepo}, want: record.Allow},
+	}
+	r := mustDriver(t, env, []string{"calls", writePlan(t, calls)}, aegisRun(filepath.Join(h.home, "proposed.yaml"), "fs", server...))
+	results := tsResults(t, r)
+	if len(results) != len(calls) {
+		t.Fatalf("%d results:\n%s", len(results), r.Stderr)
+	}
+	for i, c := range calls {
+		res := results[i]
+		switch {
+		case c.want == record.Allow && strings.HasPrefix(res.text, "aegis"):
+			t.Errorf("%s: refused by aegis: %+v", c.name, res)
+		case c.want == record.Allow && (res.isError || res.err != ""):
+			t.Errorf("%s: the server failed: %+v", c.name, res)
+		case c.want == record.Deny && (!res.isError || !strings.HasPrefix(res.text, "aegis denied this call: ")):
+			t.Errorf("%s: not refused by aegis: %+v", c.name, res)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(newRepo, ".git")); err != nil {
+		t.Errorf("git_init made no repository: %v\n%+v", err, results[3])
+	}
+	if _, err := os.Stat(filepath.Join(h.home, "projects", "clone")); !os.IsNotExist(err) {
+		t.Errorf("the refused clone left %v", err)
 	}
 }

@@ -71,7 +71,11 @@ func Propose(server string, defs map[string]json.RawMessage, shapes map[string]s
 			return nil, fmt.Errorf("tool %q: %w", name, err)
 		}
 		p := Proposal{Tool: name, Shape: shapes[name]}
-		writes := reWrite.MatchString(name)
+		// A path of a tool that may change things is proposed as written
+		// (a clone, an init, a merge write their directory), of one that
+		// only reads as read.
+		ro := d.Annotations.ReadOnly != nil && *d.Annotations.ReadOnly
+		writes := !ro && (reWrite.MatchString(name) || d.Annotations.Destructive != nil && *d.Annotations.Destructive || !reRead.MatchString(name))
 		props := make([]string, 0, len(d.InputSchema.Properties))
 		for k := range d.InputSchema.Properties {
 			props = append(props, k)
@@ -138,7 +142,7 @@ func classify(server, tool, k string, raw json.RawMessage, writes bool) (Propose
 	case rePath.MatchString(k) || strings.Contains(desc, "path to") || strings.Contains(desc, "file path") || strings.Contains(desc, "directory"):
 		why := "its name or description says path"
 		if writes {
-			why += "; the tool's name writes"
+			why += "; the tool may change things, so it is proposed as written (add an fs.read if it reads it too)"
 		}
 		return ProposedArg{Pointer: ptr, Kind: fsKind, Why: why}, "", true
 	case reID.MatchString(k):

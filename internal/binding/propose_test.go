@@ -50,7 +50,7 @@ func TestPropose(t *testing.T) {
 		"ping_host":                "mutating /hostname=net.connect(host)",
 		"git_log":                  "data-read /repo_path=fs.read",
 		"git_checkout":             "mutating /repo_path=fs.write",
-		"run_command":              "mutating /command=exec /workdir=fs.read",
+		"run_command":              "mutating /command=exec /workdir=fs.write",
 		"delete_entities":          "mutating /entity_ids/*=id(fs.entity)",
 		"list_allowed_directories": "read-only",
 	} {
