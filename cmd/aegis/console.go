@@ -28,6 +28,7 @@ import (
 // until interrupted.
 func cmdConsole(argv []string, stdout, stderr io.Writer) error {
 	fs := newFlags("console", stderr)
+	cfgPath := fs.String("config", "", "the configuration `file` whose bindings to show (default: as aegis run, if it exists)")
 	addr := fs.String("addr", "", "the loopback `address` to serve on (default: a random 127.x.y.z on Linux, else 127.0.0.1, any free port)")
 	if err := fs.Parse(argv); err != nil || fs.NArg() != 0 {
 		return usageError(stderr, "usage: aegis console [--addr 127.0.0.1:PORT]")
@@ -55,7 +56,15 @@ func cmdConsole(argv []string, stdout, stderr io.Writer) error {
 	if u, err := user.Current(); err == nil {
 		by = u.Username
 	}
-	c, url, err := console.New(console.Config{Approvals: st, By: by, Decisions: consoleDecisions, Pins: consolePins}, ln.Addr())
+	path := *cfgPath
+	if path == "" {
+		path = config.DefaultConfig(state)
+	}
+	var bindings func() ([]string, error)
+	if _, err := os.Stat(path); err == nil || *cfgPath != "" {
+		bindings = func() ([]string, error) { return consoleBindings(path) }
+	}
+	c, url, err := console.New(console.Config{Approvals: st, By: by, Decisions: consoleDecisions, Pins: consolePins, Bindings: bindings}, ln.Addr())
 	if err != nil {
 		ln.Close()
 		return err
@@ -124,6 +133,30 @@ func consoleDecisions(n int) ([]console.Decision, error) {
 			d.Caps = append(d.Caps, (&e.Caps[j]).Text())
 		}
 		out[i] = d
+	}
+	return out, nil
+}
+
+// consoleBindings returns, for each server of the configuration at path,
+// what each tool's arguments are bound to.
+func consoleBindings(path string) ([]string, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range cfg.Servers {
+		names := make([]string, 0, len(s.Bindings))
+		for n := range s.Bindings {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			out = append(out, s.Name+": no bindings (every tool is unbound)")
+		}
+		for _, n := range names {
+			out = append(out, s.Name+": "+s.Bindings[n].String())
+		}
 	}
 	return out, nil
 }

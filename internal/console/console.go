@@ -62,6 +62,10 @@ type Config struct {
 	Decisions func(n int) ([]Decision, error)
 	// Pins returns the pinned tools.
 	Pins func() ([]Pin, error)
+	// Bindings returns what each server's tools are bound to, one line a
+	// tool ("fs: read_file (data-read): /path fs.read"), for review; nil
+	// when the console has no configuration.
+	Bindings func() ([]string, error)
 	// By names who answers through the console (the user who started it).
 	By string
 }
@@ -200,6 +204,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 		Pending   []*approval.Approval
 		Decisions []Decision
 		Pins      []Pin
+		Bindings  []string
 		Errors    []string
 		Now       time.Time
 	}{Msg: r.URL.Query().Get("msg"), CSRF: c.csrf, Now: time.Now()}
@@ -218,6 +223,11 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 	if c.cfg.Pins != nil {
 		if data.Pins, err = c.cfg.Pins(); err != nil {
 			data.Errors = append(data.Errors, "pins: "+err.Error())
+		}
+	}
+	if c.cfg.Bindings != nil {
+		if data.Bindings, err = c.cfg.Bindings(); err != nil {
+			data.Errors = append(data.Errors, "bindings: "+err.Error())
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -288,5 +298,9 @@ form{display:inline}button{margin-right:.5em}
 <table id="pins"><tr><th>server</th><th>tool</th><th>state</th><th>shape</th></tr>
 {{range .Pins}}<tr><td>{{.Server}}</td><td>{{.Tool}}</td><td>{{if .Held}}<b class="deny">held: its schema changed (aegis pins accept {{.Tool}})</b>{{else}}pinned{{end}}</td><td><code>{{printf "%.12s" .Shape}}</code></td></tr>{{end}}
 </table>
+<h2>Bindings</h2>
+{{if not .Bindings}}<p>No configuration given (aegis console --config FILE shows what each tool's arguments are taken to be).</p>{{end}}
+<pre id="bindings">{{range .Bindings}}{{.}}
+{{end}}</pre>
 </body></html>
 `))

@@ -46,7 +46,8 @@ func serve(t *testing.T) *served {
 		Decisions: func(int) ([]Decision, error) {
 			return []Decision{{Name: "1", Decision: "ask", Target: "fs/write_file", Reason: "<b>not bold</b>"}}, nil
 		},
-		Pins: func() ([]Pin, error) { return []Pin{{Server: "fs", Tool: "write_file", Shape: "abc"}}, nil },
+		Pins:     func() ([]Pin, error) { return []Pin{{Server: "fs", Tool: "write_file", Shape: "abc"}}, nil },
+		Bindings: func() ([]string, error) { return []string{"fs: write_file (mutating): /path fs.write <x>"}, nil },
 	}, ln.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +132,7 @@ func TestConsoleAccess(t *testing.T) {
 				}
 				return
 			}
-			for _, want := range []string{s.id, "fs.write /home/alice/p/x", "&lt;script&gt;", "&lt;b&gt;not bold&lt;/b&gt;", s.c.csrf} {
+			for _, want := range []string{s.id, "fs.write /home/alice/p/x", "&lt;script&gt;", "&lt;b&gt;not bold&lt;/b&gt;", s.c.csrf, "fs: write_file (mutating): /path fs.write &lt;x&gt;"} {
 				if !strings.Contains(body, want) {
 					t.Errorf("the page does not hold %q", want)
 				}
