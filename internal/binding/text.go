@@ -25,10 +25,13 @@ const maxTextLinks = 256
 var (
 	// textURL finds a URL as a reader's client would link it: a scheme
 	// and "://", up to white space or a character that closes it in
-	// prose. Angle brackets and quotes end it.
-	textURL = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{0,31}://[^\s<>"'` + "`" + `]+`)
-	// textWWW finds a bare www. host, which clients link too.
-	textWWW = regexp.MustCompile(`(?i)(^|[^\w.@/-])(www\.[a-z0-9-]+(\.[a-z0-9-]+)+[^\s<>"'` + "`" + `]*)`)
+	// prose. Angle brackets and quotes end it. No word boundary is asked
+	// before the scheme: markdown links _https://x_ (emphasis), and a
+	// scheme glued to a word is read as one aegis cannot judge (refused).
+	textURL = regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]{0,31}://[^\s<>"'` + "`" + `]+`)
+	// textWWW finds a bare www. host, which clients link too, also
+	// after an underscore (markdown's emphasis: _www.x.com_).
+	textWWW = regexp.MustCompile(`(?i)(^|[^a-z0-9.@/-])(www\.[a-z0-9-]+(\.[a-z0-9-]+)+[^\s<>"'` + "`" + `]*)`)
 	// textEmail finds an e-mail address.
 	textEmail = regexp.MustCompile(`(?i)[a-z0-9._%+-]+@[a-z0-9-]+(\.[a-z0-9-]+)+`)
 )
