@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -75,7 +76,9 @@ func (s *ValueSet) Has(v string) bool {
 }
 
 // globMatch matches v against g, whose `*` matches any run of characters
-// (none included) and nothing else is special.
+// (none included) but a separator: a mail server or a payments API reads
+// "mallory@evil.com, bob@example.org" as two recipients, so `*@example.org`
+// must not trust it. Nothing else is special.
 func globMatch(g, v string) bool {
 	parts := strings.Split(g, "*")
 	if !strings.HasPrefix(v, parts[0]) {
@@ -85,12 +88,22 @@ func globMatch(g, v string) bool {
 	last := parts[len(parts)-1]
 	for _, p := range parts[1 : len(parts)-1] {
 		i := strings.Index(v, p)
-		if i < 0 {
+		if i < 0 || strings.ContainsFunc(v[:i], globStop) {
 			return false
 		}
 		v = v[i+len(p):]
 	}
-	return len(parts) == 1 && v == "" || len(parts) > 1 && strings.HasSuffix(v, last) && len(v) >= len(last)
+	if len(parts) == 1 {
+		return v == ""
+	}
+	return strings.HasSuffix(v, last) && len(v) >= len(last) && !strings.ContainsFunc(v[:len(v)-len(last)], globStop)
+}
+
+// globStop reports whether r is a character a `*` does not match: white
+// space, a control, format or separator character, or one that separates or routes addresses
+// and lists (, ; : @ % ! < > ( ) [ ] " ' \).
+func globStop(r rune) bool {
+	return unicode.IsSpace(r) || unicode.In(r, unicode.C, unicode.Z) || strings.ContainsRune(",;:@%!<>()[]\"'\\", r)
 }
 
 var errNoSet = errors.New("no such set")
