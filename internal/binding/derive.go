@@ -146,6 +146,16 @@ func (a *Arg) deriveTo(c *capability.Capability, v args.Value, o *Options) error
 			return err
 		}
 		switch {
+		case strings.HasPrefix(s, "-"):
+			// git reads it as an option (--upload-pack=, -u runs a
+			// program), not as a remote.
+			return fmt.Errorf("%q begins with -, which git reads as an option", s)
+		case strings.ContainsRune(s, '\\'):
+			return fmt.Errorf("%q holds a backslash (a Windows or UNC path aegis cannot judge)", s)
+		case len(s) >= 5 && strings.EqualFold(s[:5], "data:"):
+			// A remote is fetched from, never carried: git would look
+			// for a remote helper of the scheme.
+			return fmt.Errorf("%q: a data: URL is not a remote", s)
 		case schemeRE.MatchString(s):
 			return a.deriveURL(c, v, o)
 		case strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || strings.HasPrefix(s, "."):
