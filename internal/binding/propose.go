@@ -38,9 +38,9 @@ type ProposedArg struct {
 
 var (
 	reURL     = regexp.MustCompile(`(?i)(^|_)(url|uri|link|href|endpoint|webhook|website)s?$`)
-	reHost    = regexp.MustCompile(`(?i)(^|_)(host|hostname|domain)s?$`)
-	rePath    = regexp.MustCompile(`(?i)(^|_)(path|paths|file|files|filename|filepath|dir|directory|folder|cwd|workdir|root|destination|dest|source|src)$`)
-	reCommand = regexp.MustCompile(`(?i)(^|_)(command|cmd|script|shell|exec)$`)
+	reHost    = regexp.MustCompile(`(?i)(^|_)(host|hostname|host_name|domain)s?$`)
+	rePath    = regexp.MustCompile(`(?i)(^|_)(path|paths|file|files|filename|file_name|filepath|dir|directory|folder|cwd|workdir|root|destination|dest|source|src)$`)
+	reCommand = regexp.MustCompile(`(?i)(^|_)(command|cmd|script|shell|exec|command_line|cmdline|argv|args|code|program)$`)
 	reID      = regexp.MustCompile(`(?i)^(.*?)_?(id|ids)$`)
 	reWrite   = regexp.MustCompile(`(?i)(write|create|edit|delete|remove|move|rename|update|put|save|append|mkdir|rm|patch|upload|set|add|insert|commit|push|reset|checkout|apply|send|post)`)
 	reRead    = regexp.MustCompile(`(?i)(^|_)(get|list|read|search|fetch|show|view|describe|find|query|status|diff|log|lookup)(_|$)`)
@@ -108,6 +108,7 @@ func Propose(server string, defs map[string]json.RawMessage, shapes map[string]s
 
 // classify proposes what argument k of tool is.
 func classify(server, tool, k string, raw json.RawMessage, writes bool) (ProposedArg, string, bool) {
+	name := words(k)
 	var s struct {
 		Type        any    `json:"type"`
 		Format      string `json:"format"`
@@ -133,20 +134,20 @@ func classify(server, tool, k string, raw json.RawMessage, writes bool) (Propose
 		fsKind = "fs.write"
 	}
 	switch {
-	case format == "uri" || format == "url" || format == "iri" || reURL.MatchString(k):
+	case format == "uri" || format == "url" || format == "iri" || reURL.MatchString(name):
 		return ProposedArg{Pointer: ptr, Kind: "net.connect", Why: "its name or format says URL"}, "", true
-	case reHost.MatchString(k) || format == "hostname":
+	case reHost.MatchString(name) || format == "hostname":
 		return ProposedArg{Pointer: ptr, Kind: "net.connect", Form: "host", Why: "its name says host"}, "", true
-	case reCommand.MatchString(k):
+	case reCommand.MatchString(name):
 		return ProposedArg{Pointer: ptr, Kind: "exec", Why: "its name says command"}, "", true
-	case rePath.MatchString(k) || strings.Contains(desc, "path to") || strings.Contains(desc, "file path") || strings.Contains(desc, "directory"):
+	case rePath.MatchString(name) || strings.Contains(desc, "path to") || strings.Contains(desc, "file path") || strings.Contains(desc, "directory"):
 		why := "its name or description says path"
 		if writes {
 			why += "; the tool may change things, so it is proposed as written (add an fs.read if it reads it too)"
 		}
 		return ProposedArg{Pointer: ptr, Kind: fsKind, Why: why}, "", true
-	case reID.MatchString(k):
-		m := reID.FindStringSubmatch(k)
+	case reID.MatchString(name):
+		m := reID.FindStringSubmatch(name)
 		stem := strings.ToLower(strings.Trim(m[1], "_"))
 		if stem == "" {
 			stem = "object"
@@ -228,4 +229,31 @@ func yamlKey(s string) string {
 	}
 	q, _ := json.Marshal(s)
 	return string(q)
+}
+
+// words returns an argument's name as lower-case words joined by _, so
+// that camelCase, kebab-case and snake_case names meet the same patterns:
+// "repoURL" → "repo_url", "outputDir" → "output_dir", "file-path" →
+// "file_path".
+func words(k string) string {
+	var b strings.Builder
+	rs := []rune(k)
+	for i, r := range rs {
+		switch {
+		case r == '-' || r == '.' || r == ' ':
+			b.WriteByte('_')
+			continue
+		case r >= 'A' && r <= 'Z':
+			prevLower := i > 0 && (rs[i-1] >= 'a' && rs[i-1] <= 'z' || rs[i-1] >= '0' && rs[i-1] <= '9')
+			nextLower := i+1 < len(rs) && rs[i+1] >= 'a' && rs[i+1] <= 'z'
+			prevUpper := i > 0 && rs[i-1] >= 'A' && rs[i-1] <= 'Z'
+			if prevLower || prevUpper && nextLower {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r + ('a' - 'A'))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

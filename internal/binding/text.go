@@ -32,8 +32,18 @@ var (
 	// textWWW finds a bare www. host, which clients link too, also
 	// after an underscore (markdown's emphasis: _www.x.com_).
 	textWWW = regexp.MustCompile(`(?i)(^|[^a-z0-9.@/-])(www\.[a-z0-9-]+(\.[a-z0-9-]+)+[^\s<>"'` + "`" + `]*)`)
-	// textEmail finds an e-mail address.
-	textEmail = regexp.MustCompile(`(?i)[a-z0-9._%+-]+@[a-z0-9-]+(\.[a-z0-9-]+)+`)
+	// textTarget finds the target of a markdown link, [x](TARGET), and of
+	// an HTML attribute, href=TARGET or src=TARGET: a reader's client
+	// follows it whatever it looks like in the prose.
+	textTarget = regexp.MustCompile(`(?i)(?:\]\(\s*<?|\b(?:href|src)\s*=\s*["']?)([^)\s>"']+)`)
+	// textScheme is a URL's scheme.
+	textScheme = regexp.MustCompile(`^(?i)[a-z][a-z0-9+.-]*:`)
+	// textEmail finds an e-mail address, in any script, its local part
+	// quoted or not.
+	textEmail = regexp.MustCompile(`(?:"[^"\r\n]{1,64}"|[\p{L}\p{N}._%+-]+)@[\p{L}\p{N}-]+(?:\.[\p{L}\p{N}-]+)+`)
+	// idnaDots are the characters a URL's host reads as a dot (UTS 46):
+	// the ideographic, fullwidth and halfwidth full stops.
+	idnaDots = strings.NewReplacer("\u3002", ".", "\uff0e", ".", "\uff61", ".")
 )
 
 // deriveText appends the links and addresses of the text v.
@@ -42,6 +52,8 @@ func (a *Arg) deriveText(dst []capability.Capability, v args.Value, o *Options) 
 	if err != nil {
 		return dst, err
 	}
+	// A host spelled with another full stop is the same host.
+	s = idnaDots.Replace(s)
 	n := 0
 	add := func(c capability.Capability) error {
 		if n++; n > maxTextLinks {
@@ -57,6 +69,24 @@ func (a *Arg) deriveText(dst []capability.Capability, v args.Value, o *Options) 
 	}
 	for _, m := range textWWW.FindAllStringSubmatch(s, -1) {
 		urls = append(urls, "http://"+trimProse(m[2]))
+	}
+	for _, m := range textTarget.FindAllStringSubmatch(s, -1) {
+		t := m[1]
+		switch {
+		case strings.HasPrefix(t, "//") || strings.HasPrefix(t, `\\`) || strings.HasPrefix(t, `/\`) || strings.HasPrefix(t, `\/`):
+			// Protocol-relative: the reader's page is https.
+			urls = append(urls, "https:"+t)
+		case !textScheme.MatchString(t):
+			// A relative link: to wherever the text is read, not a host
+			// the text names.
+		default:
+			switch scheme := strings.ToLower(t[:strings.IndexByte(t, ':')]); scheme {
+			case "mailto", "tel", "sms":
+				// Not a host: an address is found as an address.
+			default:
+				urls = append(urls, t)
+			}
+		}
 	}
 	for _, u := range urls {
 		var c capability.Capability

@@ -22,9 +22,11 @@ var validValueName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`).MatchString
 
 // ValuesOf returns the values b names in the arguments root: by name, a
 // string, a bool, an integer (int64) when the number is one exactly, else
-// a float64; several when a pointer with * selects several (a list). A
-// name whose argument is absent is absent; an object, an array or null is
-// not a value and is left out, as is a number no float64 holds.
+// a float64 (±Inf past its range); several when a pointer with * selects
+// several (a list). A name whose argument is absent is absent. One that is
+// present but is no scalar (an object, an array, null) is its raw JSON
+// text: present, so has() is true, and no number, so a comparison with
+// one fails, closed (a deny or ask rule meets the call).
 func (b *Binding) ValuesOf(root args.Value) map[string]any {
 	if len(b.Values) == 0 {
 		return nil
@@ -33,9 +35,7 @@ func (b *Binding) ValuesOf(root args.Value) map[string]any {
 	for _, va := range b.Values {
 		var got []any
 		va.Pointer.Select(root, func(v args.Value, _ args.Loc) {
-			if x, ok := scalarOf(v); ok {
-				got = append(got, x)
-			}
+			got = append(got, scalarOf(v))
 		})
 		switch {
 		case len(got) == 0:
@@ -48,25 +48,25 @@ func (b *Binding) ValuesOf(root args.Value) map[string]any {
 	return out
 }
 
-func scalarOf(v args.Value) (any, bool) {
+func scalarOf(v args.Value) any {
 	switch v.Kind() {
 	case args.String:
-		return v.Str(), true
+		return v.Str()
 	case args.Bool:
-		return v.Raw() == "true", true
+		return v.Raw() == "true"
 	case args.Number:
 		raw := v.Raw()
 		if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
-			return n, true
+			return n
 		}
 		f, err := strconv.ParseFloat(raw, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return nil, false
+		if err != nil && !math.IsInf(f, 0) {
+			return raw // no number a condition can compare: closed
 		}
-		if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
-			return int64(f), true
+		if !math.IsInf(f, 0) && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return int64(f)
 		}
-		return f, true
+		return f // ±Inf past float64's range: above every limit
 	}
-	return nil, false
+	return string(v.AppendJSON(nil))
 }

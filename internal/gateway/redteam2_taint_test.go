@@ -50,7 +50,8 @@ rules:
 		"cc attacker@EVIL.com",
 		"cc attacker+x@evil.com",
 		"code Zm9vYmFyYmF6cXV4MTIz!",
-		"code Zm9vYmFyYmF6-cXV4MTIz",
+		// Not seen (docs/config.md, taint: values): a long word split in
+		// two, as any paraphrase.
 		"code zm9vymfyymf6cxv4mtiz",
 	} {
 		b, _ := json.Marshal(map[string]string{"body": body})

@@ -49,14 +49,55 @@ func Tokens(dst []string, v args.Value) []string {
 
 func tokensOf(dst []string, s string) []string {
 	if t := strings.TrimSpace(s); len(t) >= 8 && len(t) <= 256 {
-		dst = append(dst, t)
+		dst = append(dst, strings.ToLower(t))
 	}
-	for _, re := range []*regexp.Regexp{tokURL, tokEmail, tokWord} {
-		for _, m := range re.FindAllString(s, 64) {
-			dst = append(dst, strings.TrimRight(m, ".,;:!?)]"))
+	for _, m := range tokURL.FindAllString(s, 64) {
+		u := strings.ToLower(strings.TrimRight(m, ".,;:!?)]"))
+		dst = append(dst, u)
+		// The host alone: a link to the page's host, however its path,
+		// query or case was rewritten, carries it.
+		if h := urlHost(u); h != "" {
+			dst = append(dst, "host:"+h)
 		}
 	}
+	for _, m := range tokEmail.FindAllString(s, 64) {
+		e := strings.ToLower(strings.TrimRight(m, ".,;:!?)]"))
+		dst = append(dst, e)
+		// The domain alone: mail to the page's domain, under any name
+		// or +tag, carries it.
+		if _, d, ok := strings.Cut(e, "@"); ok {
+			dst = append(dst, "maildomain:"+strings.TrimRight(d, "."))
+		}
+	}
+	for _, m := range tokWord.FindAllString(s, 64) {
+		dst = append(dst, strings.ToLower(strings.TrimRight(m, ".,;:!?)]")))
+	}
 	return dst
+}
+
+// urlHost returns the host of a lower-cased URL token: after "://", before
+// the path, the userinfo and the port, with no trailing dot.
+func urlHost(u string) string {
+	_, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#\\"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if strings.HasPrefix(rest, "[") {
+		if i := strings.IndexByte(rest, ']'); i > 0 {
+			return rest[:i+1]
+		}
+		return ""
+	}
+	if i := strings.IndexByte(rest, ':'); i >= 0 {
+		rest = rest[:i]
+	}
+	return strings.TrimRight(rest, ".")
 }
 
 // TaintValues records tokens as values of an untrusted result of session
