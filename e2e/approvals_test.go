@@ -18,17 +18,7 @@ import (
 // answered and how.
 func TestApprovalsThroughTheCLI(t *testing.T) {
 	needNode(t)
-	h := newFSHome(t)
-	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, h.home, map[string]string{
-		"asking.yaml": "version: 1\npolicy: asking-policy.yaml\napprovals: {timeout: 2m}\nservers:\n  fs: {builtin: filesystem}\n",
-		"asking-policy.yaml": string(policy) +
-			"  - {id: ask-shared, effect: ask, capability: fs.write, path_under: [\"~/projects/shared\"], reason: shared files need a person}\n",
-		"projects/shared/.keep": "",
-	})
+	h := askingHome(t, "approvals: {timeout: 2m}\n")
 	approved, denied := filepath.Join(h.home, "projects/shared/approved.txt"), filepath.Join(h.home, "projects/shared/denied.txt")
 	calls := []fsCall{
 		{name: "write_file that a person approves", tool: "write_file", args: map[string]any{"path": approved, "content": "approved"}},
@@ -128,17 +118,7 @@ func TestApprovalsThroughTheCLI(t *testing.T) {
 // arguments and what aegis derived.
 func TestApprovalsInTheClient(t *testing.T) {
 	needNode(t)
-	h := newFSHome(t)
-	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, h.home, map[string]string{
-		"asking.yaml": "version: 1\npolicy: asking-policy.yaml\nservers:\n  fs: {builtin: filesystem}\n",
-		"asking-policy.yaml": string(policy) +
-			"  - {id: ask-shared, effect: ask, capability: fs.write, path_under: [\"~/projects/shared\"], reason: shared files need a person}\n",
-		"projects/shared/.keep": "",
-	})
+	h := askingHome(t, "")
 	approved, denied := filepath.Join(h.home, "projects/shared/approved.txt"), filepath.Join(h.home, "projects/shared/denied.txt")
 	plan := map[string]any{
 		"capabilities": map[string]any{"elicitation": map[string]any{}},
@@ -192,4 +172,23 @@ func TestApprovalsInTheClient(t *testing.T) {
 			t.Errorf("aegis log does not show %q:\n%s", want, log)
 		}
 	}
+}
+
+// askingHome is a filesystem test home whose configuration (asking.yaml,
+// with extra appended to the server's settings' line) has the e2e policy
+// and one more rule: a write under ~/projects/shared asks a person.
+func askingHome(t *testing.T, top string) *fsHome {
+	t.Helper()
+	h := newFSHome(t)
+	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, h.home, map[string]string{
+		"asking.yaml": "version: 1\npolicy: asking-policy.yaml\n" + top + "servers:\n  fs: {builtin: filesystem}\n",
+		"asking-policy.yaml": string(policy) +
+			"  - {id: ask-shared, effect: ask, capability: fs.write, path_under: [\"~/projects/shared\"], reason: shared files need a person}\n",
+		"projects/shared/.keep": "",
+	})
+	return h
 }

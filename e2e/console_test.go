@@ -39,17 +39,7 @@ func chromium(t *testing.T) string {
 func TestConsoleInChromium(t *testing.T) {
 	needNode(t)
 	browser := chromium(t)
-	h := newFSHome(t)
-	policy, err := os.ReadFile(filepath.Join(e2eDir, "testdata", "filesystem", "policy.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFiles(t, h.home, map[string]string{
-		"asking.yaml": "version: 1\npolicy: asking-policy.yaml\nservers:\n  fs: {builtin: filesystem}\n",
-		"asking-policy.yaml": string(policy) +
-			"  - {id: ask-shared, effect: ask, capability: fs.write, path_under: [\"~/projects/shared\"], reason: shared files need a person}\n",
-		"projects/shared/.keep": "",
-	})
+	h := askingHome(t, "")
 	approved, denied := filepath.Join(h.home, "projects/shared/clicked.txt"), filepath.Join(h.home, "projects/shared/refused.txt")
 
 	// The console, as a person starts it.

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/aegis-mcp/aegis/internal/record"
+
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/gateway"
 	"github.com/aegis-mcp/aegis/internal/offline"
@@ -88,31 +90,21 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 }
 
 func capLine(c capJSON) string {
-	switch {
-	case c.Path != "" && c.Subtree:
-		return c.Kind + " " + c.Path + " and everything under it"
-	case c.Path != "":
-		return c.Kind + " " + c.Path
-	case c.Host != "":
-		s := c.Kind + " "
-		if c.URL != "" {
-			s += c.URL
-		} else {
-			s += c.Host
-		}
-		s += fmt.Sprintf(" (host %s, port %d", c.Host, c.Port)
-		if len(c.Classes) > 0 {
-			s += ", " + strings.Join(c.Classes, "|")
-		}
-		return s + ")"
-	case c.Shell:
-		return c.Kind + " arbitrary shell: " + c.Command
-	case c.Program != "":
-		return c.Kind + " " + strings.Join(c.Argv, " ")
-	case c.ID != "" && c.Unproven:
-		return c.Kind + " " + c.IDKind + " " + c.ID + " (unproven: not among the server's own results)"
-	case c.ID != "":
-		return c.Kind + " " + c.IDKind + " " + c.ID
+	if c.Host == "" {
+		// The one spelling of a capability for a person: record's.
+		return (&record.Cap{Kind: c.Kind, Path: c.Path, Subtree: c.Subtree, Program: c.Program, Argv: c.Argv,
+			Shell: c.Shell, Command: c.Command, IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven}).Text()
 	}
-	return c.Kind
+	// A host with its address classes, which the record does not keep.
+	s := c.Kind + " "
+	if c.URL != "" {
+		s += c.URL
+	} else {
+		s += c.Host
+	}
+	s += fmt.Sprintf(" (host %s, port %d", c.Host, c.Port)
+	if len(c.Classes) > 0 {
+		s += ", " + strings.Join(c.Classes, "|")
+	}
+	return s + ")"
 }

@@ -38,6 +38,8 @@ func TestValueBindings(t *testing.T) {
 			{Pointer: ptr("/amount"), Name: "amount"}, {Pointer: ptr("/currency"), Name: "currency"}, {Pointer: ptr("/memo"), Name: "note"}}},
 		"transfer": {Tool: "transfer", Tier: capability.TierMutating, Values: []binding.ValueArg{
 			{Pointer: ptr("/sum/value"), Name: "amount"}, {Pointer: ptr("/sum/ccy"), Name: "currency"}}},
+		"batch": {Tool: "batch", Tier: capability.TierMutating, Values: []binding.ValueArg{
+			{Pointer: ptr("/items/*/amount"), Name: "amount"}}},
 	}}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +58,20 @@ func TestValueBindings(t *testing.T) {
 		{"an amount as a string", "pay", `{"amount":"5000","currency":"EUR"}`, policy.Ask},
 		{"a note with a password", "pay", `{"amount":1,"currency":"EUR","memo":"the PASSWORD is hunter2"}`, policy.Deny},
 		{"no amount at all", "pay", `{"currency":"EUR"}`, policy.Allow},
+		// Amounts a server reads as large, in the forms a second red team
+		// tried: each fails the limit closed.
+		{"huge exponent", "pay", `{"amount":1e400,"currency":"EUR"}`, policy.Ask},
+		{"huge integer", "pay", `{"amount":100000000000000000000000000000,"currency":"EUR"}`, policy.Ask},
+		{"big negative exponent form", "pay", `{"amount":5E+3,"currency":"EUR"}`, policy.Ask},
+		{"amount in a list", "pay", `{"amount":[5000],"currency":"EUR"}`, policy.Ask},
+		{"amount in an object", "pay", `{"amount":{"value":5000},"currency":"EUR"}`, policy.Ask},
+		{"amount null", "pay", `{"amount":null,"currency":"EUR"}`, policy.Ask},
+		{"string exponent", "pay", `{"amount":"1e4","currency":"EUR"}`, policy.Ask},
+		{"currency lowercase", "pay", `{"amount":1,"currency":"xau"}`, policy.Deny},
+		{"currency in a list", "pay", `{"amount":1,"currency":["XAU"]}`, policy.Deny},
+		{"list one large", "batch", `{"items":[{"amount":1},{"amount":5000}]}`, policy.Ask},
+		{"list all small fails closed", "batch", `{"items":[{"amount":1},{"amount":2}]}`, policy.Ask},
+		{"note password unicode", "pay", `{"amount":1,"currency":"EUR","memo":"the PASSWORD is x"}`, policy.Deny},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := e.Check(context.Background(), &Call{Server: "bank", Tool: tt.tool, Origin: capability.Interactive, Arguments: []byte(tt.args)})
