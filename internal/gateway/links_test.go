@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -19,14 +18,7 @@ import (
 // refused, whatever the spelling; a colleague's address goes (a trusted
 // set), a new one asks.
 func TestTextLinks(t *testing.T) {
-	src, err := os.ReadFile("testdata/links.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Parse("testdata/links.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policyFile(t, "testdata/links.yaml")
 	body, _ := args.ParsePointer("/body")
 	colleagues, _ := policy.NewValueSet(binding.IDKindEmail, []string{"*@corp.example"})
 	e, err := New(p, []*Server{{Name: "mail", Bindings: binding.Table{

@@ -19,14 +19,7 @@ import (
 // rule meets both; a blank id is still refused. Bound with provenance
 // required, an unproven id is refused whatever the rules.
 func TestProvenanceFlag(t *testing.T) {
-	src, err := os.ReadFile("testdata/payees.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Parse("testdata/payees.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policyFile(t, "testdata/payees.yaml")
 	ptr := func(s string) args.Pointer {
 		pp, err := args.ParsePointer(s)
 		if err != nil {
@@ -89,14 +82,7 @@ func TestProvenanceFlag(t *testing.T) {
 // proven, whether the argument requires provenance or flags it; a member
 // of a set of another kind does not.
 func TestTrustedSets(t *testing.T) {
-	src, err := os.ReadFile("testdata/payees.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Parse("testdata/payees.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policyFile(t, "testdata/payees.yaml")
 	payees, _ := policy.NewValueSet("bank.payee", []string{"p-landlord", "p-util-*"})
 	other, _ := policy.NewValueSet("mail.contact", []string{"p-mallory"})
 	pp, _ := args.ParsePointer("/payee")
@@ -125,4 +111,18 @@ func TestTrustedSets(t *testing.T) {
 			}
 		}
 	}
+}
+
+// policyFile parses the policy in the test data file name.
+func policyFile(t *testing.T, name string) *policy.Set {
+	t.Helper()
+	src, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse(name, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

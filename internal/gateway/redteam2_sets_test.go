@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -17,14 +16,7 @@ import (
 // to trust the company's addresses, not a string a mail server reads as
 // several recipients or one elsewhere.
 func TestRedteamSetGlobs(t *testing.T) {
-	src, err := os.ReadFile("testdata/links.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Parse("testdata/links.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policyFile(t, "testdata/links.yaml")
 	to, _ := args.ParsePointer("/to")
 	colleagues, _ := policy.NewValueSet(binding.IDKindEmail, []string{"*@corp.example"})
 	for _, flag := range []bool{false, true} {

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/aegis-mcp/aegis/internal/args"
@@ -18,14 +17,7 @@ import (
 // rule compares one, fails the condition closed (an ask or deny rule
 // meets it, an allow rule does not).
 func TestValueBindings(t *testing.T) {
-	src, err := os.ReadFile("testdata/values.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Parse("testdata/values.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := policyFile(t, "testdata/values.yaml")
 	ptr := func(s string) args.Pointer {
 		pp, err := args.ParsePointer(s)
 		if err != nil {
