@@ -216,3 +216,45 @@ func TestApproveUnattended(t *testing.T) {
 		t.Errorf("an unattended session asked: %v", all)
 	}
 }
+
+// TestApproveRacedByATwin: two identical calls held at once are two
+// questions: approving one lets that one through and leaves the other
+// waiting, to be answered on its own (here: it times out, refused).
+func TestApproveRacedByATwin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "approvals.db")
+	s, _, asked := approvalSession(t, path, 3*time.Second)
+	cli, err := approval.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	const same = `{"path":"/home/a/projects/shared/x","content":"1"}`
+	outs := make(chan Outcome, 2)
+	for range 2 {
+		go func() {
+			o, err := s.Call(context.Background(), "write_file", []byte(same))
+			if err != nil {
+				t.Error(err)
+			}
+			outs <- o
+		}()
+	}
+	first, second := <-asked, <-asked
+	if first.ID == second.ID || first.ArgsHash != second.ArgsHash {
+		t.Fatalf("two identical calls asked %s and %s (hashes %s, %s): want two questions about the same arguments", first.ID, second.ID, first.ArgsHash, second.ArgsHash)
+	}
+	if _, err := cli.Answer(context.Background(), first.ID, approval.Answer{Approve: true, Scope: approval.ScopeCall, By: "bob", Channel: approval.ChannelCLI}); err != nil {
+		t.Fatal(err)
+	}
+	forwarded := 0
+	for range 2 {
+		if o := <-outs; o.Forward {
+			forwarded++
+		} else if !strings.Contains(o.Reason, "nobody answered") {
+			t.Errorf("the unanswered twin: %q", o.Reason)
+		}
+	}
+	if forwarded != 1 {
+		t.Errorf("%d calls went through on one approval, want 1", forwarded)
+	}
+}
