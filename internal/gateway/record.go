@@ -179,20 +179,7 @@ func (r *recorder) answer(ctx context.Context, c *Call, fwd []byte, found []dlp.
 // runtime records a connection let through under RuleRuntime (see
 // Session.ConnectRuntime).
 func (r *recorder) runtime(ctx context.Context, c *Call, cp capability.Capability, why string) error {
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	e := r.callEntry(c, now())
-	e.Caps = record.CapsOf([]capability.Capability{cp})
-	e.Bound = true
-	e.Decision = policy.Allow.String()
-	e.Rules = []string{RuleRuntime}
-	e.Reason = why
-	if _, _, err := r.Log.Append(ctx, e); err != nil {
-		return fmt.Errorf("recording a runtime connection: %w", err)
-	}
-	return nil
+	return r.followUp(ctx, c, record.CapsOf([]capability.Capability{cp}), true, "", policy.Allow, RuleRuntime, why, "a runtime connection")
 }
 
 // approval records what became of an ask (approve.go): the call's axes
@@ -203,40 +190,35 @@ func (r *recorder) approval(ctx context.Context, c *Call, v *Verdict, decision p
 	if r.Log == nil {
 		return nil
 	}
-	now := time.Now
-	if r.Now != nil {
-		now = r.Now
-	}
-	e := r.callEntry(c, now())
-	e.Caps = record.CapsOf(v.Caps)
-	e.Bound = v.Bound
+	tier := ""
 	if v.Bound {
-		e.Tier = v.Tier.String()
+		tier = v.Tier.String()
 	}
-	e.Decision = decision.String()
-	e.Rules = []string{RuleApproval}
-	e.Reason = reason
-	if _, _, err := r.Log.Append(ctx, e); err != nil {
-		return fmt.Errorf("recording an approval: %w", err)
-	}
-	return nil
+	return r.followUp(ctx, c, record.CapsOf(v.Caps), v.Bound, tier, decision, RuleApproval, reason, "an approval")
 }
 
 // refusedAtDial records a connection refused by the egress gate at dial
 // time (see Session.ConnectRefused): deny under RuleEgress.
 func (r *recorder) refusedAtDial(ctx context.Context, c *Call, cp capability.Capability, why string) error {
+	return r.followUp(ctx, c, record.CapsOf([]capability.Capability{cp}), true, "", policy.Deny, RuleEgress, "refused when dialled: "+why, "a refused connection")
+}
+
+// followUp appends an entry of aegis's own about call c, after its
+// decision: caps, decision under rule, with reason and the tier recorded
+// ("" for none); what names it in an error.
+func (r *recorder) followUp(ctx context.Context, c *Call, caps []record.Cap, bound bool, tier string, decision policy.Effect, rule, reason, what string) error {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
 	}
 	e := r.callEntry(c, now())
-	e.Caps = record.CapsOf([]capability.Capability{cp})
-	e.Bound = true
-	e.Decision = policy.Deny.String()
-	e.Rules = []string{RuleEgress}
-	e.Reason = "refused when dialled: " + why
+	e.Caps = caps
+	e.Bound, e.Tier = bound, tier
+	e.Decision = decision.String()
+	e.Rules = []string{rule}
+	e.Reason = reason
 	if _, _, err := r.Log.Append(ctx, e); err != nil {
-		return fmt.Errorf("recording a refused connection: %w", err)
+		return fmt.Errorf("recording %s: %w", what, err)
 	}
 	return nil
 }
