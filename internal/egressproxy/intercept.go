@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -109,22 +108,14 @@ func (p *Proxy) intercept(w http.ResponseWriter, r *http.Request, c capability.C
 		}
 	}()
 
-	client, buf, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		p.log.Debug("egress proxy: hijack", "err", err)
-		return
-	}
-	if !p.track(p.clients, client) {
+	client, buf, ok := p.establish(w)
+	if !ok {
 		return
 	}
 	defer func() {
 		client.Close()
 		p.untrack(p.clients, client)
 	}()
-	client.SetDeadline(time.Time{})
-	if _, err := io.WriteString(client, established); err != nil {
-		return
-	}
 	var raw net.Conn = client
 	if buf.Reader.Buffered() > 0 {
 		raw = &bufferedConn{Conn: client, r: buf.Reader}

@@ -1,6 +1,7 @@
 package egressproxy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -72,22 +73,14 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		p.untrack(p.upstream, up)
 	}()
 
-	client, buf, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		p.log.Debug("egress proxy: hijack", "err", err)
-		return
-	}
-	if !p.track(p.clients, client) {
+	client, buf, ok := p.establish(w)
+	if !ok {
 		return
 	}
 	defer func() {
 		client.Close()
 		p.untrack(p.clients, client)
 	}()
-	client.SetDeadline(time.Time{}) // the server's header and idle deadlines
-	if _, err := io.WriteString(client, established); err != nil {
-		return
-	}
 	// Bytes the client sent after its CONNECT (a TLS ClientHello, eagerly)
 	// are in the server's read buffer.
 	if n := buf.Reader.Buffered(); n > 0 {
@@ -204,4 +197,26 @@ func (p *Proxy) copyIdle(dst, src net.Conn, active *atomic.Bool, kill func()) {
 		kill()
 		return
 	}
+}
+
+// establish takes over a CONNECT's connection from the HTTP server and
+// answers it 200: the client's connection, tracked (the caller closes and
+// untracks it), and what the server had read of it beyond the request.
+// ok is false when there is no connection to go on with.
+func (p *Proxy) establish(w http.ResponseWriter) (client net.Conn, buf *bufio.ReadWriter, ok bool) {
+	client, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		p.log.Debug("egress proxy: hijack", "err", err)
+		return nil, nil, false
+	}
+	if !p.track(p.clients, client) {
+		return nil, nil, false
+	}
+	client.SetDeadline(time.Time{}) // the server's header and idle deadlines
+	if _, err := io.WriteString(client, established); err != nil {
+		client.Close()
+		p.untrack(p.clients, client)
+		return nil, nil, false
+	}
+	return client, buf, true
 }
