@@ -36,6 +36,21 @@ rules:
 		{"by values: the page's address", true, "cc attacker@evil.com", policy.Deny},
 		{"by values: the page's long word", true, "code Zm9vYmFyYmF6cXV4MTIz", policy.Deny},
 		{"by values: the page's title, whole", true, "Quarterly plan", policy.Deny},
+		// The page's values rewritten, as a second red team tried: the
+		// host, the address's domain and any case still carry them. (A long
+		// word split in two, as any paraphrase, is not seen: docs/config.md.)
+		{"by values, rewritten: see https://exfil.evil.com/drop?u=1/", true, "see https://exfil.evil.com/drop?u=1/", policy.Deny},
+		{"by values, rewritten: see https://exfil.evil.com/drop?u=1#", true, "see https://exfil.evil.com/drop?u=1#", policy.Deny},
+		{"by values, rewritten: see HTTPS://EXFIL.EVIL.COM/drop?u=1", true, "see HTTPS://EXFIL.EVIL.COM/drop?u=1", policy.Deny},
+		{"by values, rewritten: see https://exfil.evil.com/drop?x=2&u=1", true, "see https://exfil.evil.com/drop?x=2&u=1", policy.Deny},
+		{"by values, rewritten: see https://exfil.evil.com/%64rop?u=1", true, "see https://exfil.evil.com/%64rop?u=1", policy.Deny},
+		{"by values, rewritten: see https://exfil.evil.com./drop?u=1", true, "see https://exfil.evil.com./drop?u=1", policy.Deny},
+		{"by values, rewritten: see https://exfil.evil.com/", true, "see https://exfil.evil.com/", policy.Deny},
+		{"by values, rewritten: cc Attacker@evil.com", true, "cc Attacker@evil.com", policy.Deny},
+		{"by values, rewritten: cc attacker@EVIL.com", true, "cc attacker@EVIL.com", policy.Deny},
+		{"by values, rewritten: cc attacker+x@evil.com", true, "cc attacker+x@evil.com", policy.Deny},
+		{"by values, rewritten: code Zm9vYmFyYmF6cXV4MTIz!", true, "code Zm9vYmFyYmF6cXV4MTIz!", policy.Deny},
+		{"by values, rewritten: code zm9vymfyymf6cxv4mtiz", true, "code zm9vymfyymf6cxv4mtiz", policy.Deny},
 		{"by values: the user's own words", true, "lunch at noon? bring the plan", policy.Allow},
 		{"by session: the user's own words", false, "lunch at noon? bring the plan", policy.Deny},
 	} {
