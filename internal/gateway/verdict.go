@@ -75,6 +75,9 @@ type Call struct {
 	// Continues says the call continues one the session already counted
 	// against its caps (see [Input]); it is decided all the same.
 	Continues bool
+	// InBand and Answer are the call's [Input.InBand] and [Input.Answer].
+	InBand bool
+	Answer *Answer
 }
 
 // Verdict is the engine's answer for one call. Effect is what happens to

@@ -122,7 +122,19 @@ func (r *relay) fromClient(line []byte) *pendingCall {
 		r.clientBatch(line)
 	case kindRequest:
 		if m.class == classToolsCall || m.class == classDecided {
-			return r.startCall(line, m)
+			var ans *gateway.Answer
+			if inBandMethods[string(m.method)] {
+				// A retry that answers aegis's own question: the rest is
+				// the call the client would have sent without it.
+				if stripped, a := takeAnswer(line, m); a != nil {
+					if m, err = parseMessage(stripped, r.maxDepth); err != nil {
+						r.refuseInvalid(m.id, err)
+						return nil
+					}
+					line, ans = stripped, a
+				}
+			}
+			return r.startCall(line, m, ans)
 		}
 		r.forwardRequest(line, m)
 	case kindNotification:
@@ -197,7 +209,7 @@ type pendingCall struct {
 
 // startCall validates and registers a tools/call, and returns it to be
 // decided and forwarded, or nil if it was refused already.
-func (r *relay) startCall(line []byte, m message) *pendingCall {
+func (r *relay) startCall(line []byte, m message, ans *gateway.Answer) *pendingCall {
 	key, err := requestKey(m.id)
 	if err != nil {
 		r.toClient(errorResponse(m.id, codeInvalidRequest, "aegis: "+err.Error()))
@@ -226,12 +238,30 @@ func (r *relay) startCall(line []byte, m message) *pendingCall {
 	if m.class == classToolsCall {
 		p.call.Continues = r.takeRetry(&p.call)
 	}
+	p.call.Answer = ans
+	// A retry of the server's own round is held, never asked in its
+	// round trips: aegis's round would lose the server's.
+	p.call.InBand = inBandMethods[string(m.method)] && p.call.RequestState == nil && p.call.InputResponses == nil &&
+		answersInBand(p.call.Meta)
 	if code, err := r.register(&p.req); err != nil {
 		cancel()
 		r.toClient(errorResponse(m.id, code, err.Error()))
 		return nil
 	}
 	return p
+}
+
+// refusal is the relay's answer to req, not forwarded with verdict v: the
+// question v puts in the call's round trips, or an error saying reason.
+func (r *relay) refusal(req *request, v Verdict, reason string) []byte {
+	if v.Question != nil && req.call.InBand {
+		b, err := inputRequiredResponse(req, v.Question)
+		if err == nil {
+			return b
+		}
+		r.log.Error("proxy: the question could not be written; call refused", "err", err)
+	}
+	return toolError(req, reason)
 }
 
 // parseCall reads a tools/call's params. args is the span of
@@ -402,7 +432,7 @@ func (r *relay) decide(p *pendingCall) {
 		}
 		r.mu.Unlock()
 		if !cancelled { // a cancelled request expects no answer
-			r.answer(toolError(req, reason))
+			r.answer(r.refusal(req, v, reason))
 		}
 		return
 	}

@@ -84,22 +84,7 @@ func (e *Elicitor) Ask(req *approval.Request) (settled func()) {
 	var nonce [8]byte
 	rand.Read(nonce[:])
 	id := `"aegis-approval-` + req.ID + "-" + hex.EncodeToString(nonce[:]) + `"`
-	params, err := json.Marshal(map[string]any{
-		"message": question(req),
-		"requestedSchema": map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"scope": map[string]any{
-					"type":      "string",
-					"title":     "Approve for",
-					"enum":      []string{string(approval.ScopeCall), string(approval.ScopeSession)},
-					"enumNames": []string{"this call only", "the rest of this session, for the same capabilities"},
-					"default":   string(approval.ScopeCall),
-				},
-			},
-			"required": []string{"scope"},
-		},
-	})
+	params, err := elicitParams(req, "")
 	if err != nil {
 		return func() {}
 	}
@@ -165,6 +150,31 @@ func (e *Elicitor) answer(line []byte, m message) bool {
 	}
 	go e.store.Answer(context.Background(), apID, a)
 	return true
+}
+
+// elicitParams are the params of the elicitation that asks req; mode
+// names its mode (revision 2025-11-25 and later), "" none.
+func elicitParams(req *approval.Request, mode string) ([]byte, error) {
+	p := map[string]any{
+		"message": question(req),
+		"requestedSchema": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"scope": map[string]any{
+					"type":      "string",
+					"title":     "Approve for",
+					"enum":      []string{string(approval.ScopeCall), string(approval.ScopeSession)},
+					"enumNames": []string{"this call only", "the rest of this session, for the same capabilities"},
+					"default":   string(approval.ScopeCall),
+				},
+			},
+			"required": []string{"scope"},
+		},
+	}
+	if mode != "" {
+		p["mode"] = mode
+	}
+	return json.Marshal(p)
 }
 
 // question is what the person reads: the call, every argument, what aegis

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+
+	"github.com/aegis-mcp/aegis/internal/gateway"
 )
 
 // Gate decides a tools/call before it is forwarded to the server, and
@@ -65,6 +67,12 @@ type Call struct {
 	// its caps once. A replayed requestState, or one the server never
 	// issued, does not continue anything.
 	Continues bool
+	// InBand says the client answers aegis's questions in the call's
+	// round trips (revision 2026-07-28, elicitation declared, and no
+	// retry of the server's round); Answer is what a retry brought back
+	// for aegis's question, taken out of it (see inband.go).
+	InBand bool
+	Answer *gateway.Answer
 }
 
 // A Verdict is a gate's decision on one call.
@@ -87,6 +95,10 @@ type Verdict struct {
 	// ([Options.Twin]) instead of the server. Where there is no twin the
 	// call is refused.
 	RunUnbound bool
+	// Question, if set on a call not forwarded, is put to the person at
+	// the client in the call's round trips: the call is answered
+	// input_required ([Call.InBand] calls only).
+	Question *gateway.Question
 }
 
 // ToolsChecker is implemented by a [Gate] that looks into tools/list

@@ -49,8 +49,8 @@ func (g sessionGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	var o gateway.Outcome
 	var err error
 	var in *gateway.Input
-	if c.InputResponses != nil || c.Continues {
-		in = &gateway.Input{Responses: c.InputResponses, Continues: c.Continues}
+	if c.InputResponses != nil || c.Continues || c.InBand || c.Answer != nil {
+		in = &gateway.Input{Responses: c.InputResponses, Continues: c.Continues, InBand: c.InBand, Answer: c.Answer}
 	}
 	if c.Method != "" {
 		o, err = g.s.RequestInput(ctx, c.Method, c.Params, in)
@@ -60,7 +60,7 @@ func (g sessionGate) Call(ctx context.Context, c *Call) (Verdict, error) {
 	if err == nil && o.Forward {
 		g.seqs.put(c, o.Seq)
 	}
-	return Verdict{Forward: o.Forward, Arguments: o.Arguments, InputResponses: o.InputResponses, Reason: o.Reason, RunUnbound: o.RunUnbound}, err
+	return Verdict{Forward: o.Forward, Arguments: o.Arguments, InputResponses: o.InputResponses, Reason: o.Reason, RunUnbound: o.RunUnbound, Question: o.Question}, err
 }
 
 // Undelivered records, in the chain, a call the relay let through that got

@@ -7,8 +7,9 @@
 //
 // Tools:
 //
-//   - echo {text}: answers text.
 //   - secret {}: answers the fake key of AEGIS_E2E_V2_KEY.
+//   - echo {text}: answers "echo: TEXT", and says so if the call was a
+//     retry (it had a requestState or inputResponses).
 //   - wipe {}: answers "wiped"; the tests deny it.
 //   - deploy {env}: needs a person's confirmation. In 2026-07-28 it
 //     answers an input_required result asking, with inputRequests, for an
@@ -38,9 +39,14 @@ const stateFor = (env) => `v1:${key}:deploy:${env}`;
 function build() {
 const server = new McpServer({ name: "aegis-e2e-v2", version: "1.0.0" });
 
-server.registerTool("echo", { description: "Echoes text.", inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({
-  content: [{ type: "text", text: `echo: ${text}` }],
-}));
+// echo says so when the call it got was a retry (a requestState or
+// answers): a round of aegis's own must never reach it.
+server.registerTool("echo", { description: "Echoes text.", inputSchema: z.object({ text: z.string() }) }, async ({ text }, ctx) => {
+  const state = ctx.mcpReq?.requestState?.();
+  const inputs = ctx.mcpReq?.inputResponses;
+  const retry = state !== undefined || (inputs && Object.keys(inputs).length > 0) ? ` (the server saw a retry: ${JSON.stringify({ state, inputs })})` : "";
+  return { content: [{ type: "text", text: `echo: ${text}${retry}` }] };
+});
 
 server.registerTool("secret", { description: "Answers a fake key.", inputSchema: z.object({}) }, async () => ({
   content: [{ type: "text", text: `the key is ${key}` }],
