@@ -96,16 +96,25 @@ type grants struct {
 type grant struct {
 	method, tool string
 	caps         []string // capability keys (capKeys)
-	id, by       string
+	// args is the hash of the approved call's forwarded arguments, which
+	// a call must have too when the grant has no capabilities: a person
+	// who approved an unbound tool's call for the session saw only its
+	// arguments, not every call of the tool.
+	args   string
+	id, by string
 }
 
 // covering returns the grant that covers a call of method and tool whose
-// capabilities (keys) are exactly a grant's, if any.
-func (g *grants) covering(method, tool string, caps []string) (grant, bool) {
+// capabilities (keys) are exactly a grant's, if any; a grant without
+// capabilities covers only a call of the same arguments (hash argsHash).
+func (g *grants) covering(method, tool string, caps []string, argsHash string) (grant, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, gr := range g.g {
 		if gr.method != method || gr.tool != tool {
+			continue
+		}
+		if len(gr.caps) == 0 && gr.args != argsHash {
 			continue
 		}
 		// The same capabilities, not a subset: an argument left out can
@@ -181,17 +190,6 @@ func capKeys(caps []capability.Capability) []string {
 func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, what string, out Outcome) (Outcome, error) {
 	ap := s.cfg.Approvals
 	caps, keys := capTexts(v.Caps), capKeys(v.Caps)
-	// An ask a check made (a secret in the arguments) is about these
-	// arguments: a grant for capabilities does not answer it.
-	if v.Ask == nil {
-		if gr, ok := s.grants.covering(c.Method, c.Tool, keys); ok {
-			reason := fmt.Sprintf("the ask at seq %d is answered by approval %s, given by %s for the rest of the session", seq, gr.id, gr.by)
-			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {
-				return out, err
-			}
-			return forwarded(c, v, out), nil
-		}
-	}
 	now := time.Now
 	if s.cfg.Now != nil {
 		now = s.cfg.Now
@@ -206,6 +204,17 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 	}
 	argsSum, policySum := sha256.Sum256(fwd), s.eng.Policy().Hash()
 	argsHash, policyHash := hex.EncodeToString(argsSum[:]), hex.EncodeToString(policySum[:])
+	// An ask a check made (a secret in the arguments) is about these
+	// arguments: a grant for capabilities does not answer it.
+	if v.Ask == nil {
+		if gr, ok := s.grants.covering(c.Method, c.Tool, keys, argsHash); ok {
+			reason := fmt.Sprintf("the ask at seq %d is answered by approval %s, given by %s for the rest of the session", seq, gr.id, gr.by)
+			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {
+				return out, err
+			}
+			return forwarded(c, v, out), nil
+		}
+	}
 	if c.Continues {
 		// The retry of a call a person approved, with the server's own
 		// state: the same logical call, not a new question.
@@ -321,7 +330,7 @@ func (s *Session) settle(ctx context.Context, c *Call, v *Verdict, seq uint64, w
 			return out, err
 		}
 		if ans.Scope == approval.ScopeSession && v.Ask == nil {
-			s.grants.add(grant{method: c.Method, tool: c.Tool, caps: capKeys(v.Caps), id: id, by: ans.By})
+			s.grants.add(grant{method: c.Method, tool: c.Tool, caps: capKeys(v.Caps), args: argsHash, id: id, by: ans.By})
 		}
 		s.continued.add(c, argsHash, id)
 		return forwarded(c, v, out), nil

@@ -258,3 +258,52 @@ func TestApproveRacedByATwin(t *testing.T) {
 		t.Errorf("%d calls went through on one approval, want 1", forwarded)
 	}
 }
+
+// TestApproveSessionUnbound: a call of a tool without bindings derives no
+// capabilities, so a person who approved one for the session saw only its
+// arguments: the grant covers the same call again, not every call of the
+// tool.
+func TestApproveSessionUnbound(t *testing.T) {
+	src := []byte("version: 1\nrules:\n  - {id: ask-send, effect: ask, server: v, unbound: true, tool: send}\n")
+	p, err := policy.Parse("unbound.yaml", src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "v"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := approval.Open(filepath.Join(t.TempDir(), "approvals.db"), &approval.Options{Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	asked := make(chan *approval.Request, 4)
+	s, err := e.NewSession(&SessionConfig{Server: "v", ID: "sess", Principal: "alice", Origin: capability.Interactive, Log: &syncLog{},
+		Approvals: &Approvals{Store: st, Timeout: time.Minute, Asked: func(r *approval.Request) func() { asked <- r; return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	go func() {
+		r := <-asked
+		st.Answer(ctx, r.ID, approval.Answer{Approve: true, Scope: approval.ScopeSession, By: "bob", Channel: approval.ChannelCLI})
+	}()
+	const a, b = `{"to":"ann@example.org","body":"hi"}`, `{"to":"eve@evil.example","body":"all the secrets"}`
+	if o, err := s.Call(ctx, "send", []byte(a)); err != nil || !o.Forward {
+		t.Fatalf("the approved call: %+v %v", o, err)
+	}
+	if o, err := s.Call(ctx, "send", []byte(a)); err != nil || !o.Forward {
+		t.Fatalf("the same call again, under the session's approval: %+v %v", o, err)
+	}
+	select {
+	case r := <-asked:
+		t.Fatalf("asked again for the approved call: %+v", r)
+	default:
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { <-asked; cancel() }()
+	if o, err := s.Call(cctx, "send", []byte(b)); err != nil || o.Forward {
+		t.Fatalf("another call of the tool went under the session's approval: %+v %v", o, err)
+	}
+}
