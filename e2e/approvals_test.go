@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestApprovalsThroughTheCLI runs the real filesystem server through aegis
@@ -191,4 +195,82 @@ func askingHome(t *testing.T, top string) *fsHome {
 		"projects/shared/.keep": "",
 	})
 	return h
+}
+
+// TestApprovalsInTheGoClient: the official Go SDK client, with an
+// elicitation handler, answers aegis's questions through aegis run in
+// front of the real filesystem server: the write it accepts lands, the
+// one it declines does not, and aegis log says who answered, how.
+func TestApprovalsInTheGoClient(t *testing.T) {
+	needNode(t)
+	h := askingHome(t, "")
+	approved, denied := filepath.Join(h.home, "projects/shared/approved.txt"), filepath.Join(h.home, "projects/shared/denied.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := aegisRun(filepath.Join(h.home, "asking.yaml"), "fs", nodeBin, filepath.Join(e2eDir, filesystemJS), h.home)
+	c := exec.Command(cmd[0], cmd[1:]...)
+	c.Env = h.env
+	var stderr bytes.Buffer
+	c.Stderr = &stderr
+	var asked []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "aegis-e2e-go", Version: "1.0.0"}, &mcp.ClientOptions{
+		// Elicitation, and no roots: the filesystem server would make the
+		// client's roots its allowed directories.
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, req.Params.Message)
+			switch {
+			case strings.Contains(req.Params.Message, "fs.write "+approved):
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"scope": "call"}}, nil
+			case strings.Contains(req.Params.Message, "fs.write "+denied):
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			return &mcp.ElicitResult{Action: "cancel"}, nil
+		},
+	})
+	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: c, TerminateDuration: 2 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connecting through aegis: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if _, err := session.ListTools(ctx, nil); err != nil { // as a client does: aegis pins what it lists
+		t.Fatalf("tools/list: %v", err)
+	}
+	write := func(path string) (string, bool) {
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": path, "content": "x"}})
+		if err != nil {
+			return err.Error(), true
+		}
+		var text string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		return text, res.IsError
+	}
+	if text, isErr := write(approved); isErr || !strings.Contains(text, "Successfully wrote") {
+		t.Errorf("the accepted write: %q (error %v)", text, isErr)
+	}
+	if text, isErr := write(denied); !isErr || !strings.Contains(text, "declined this call") {
+		t.Errorf("the declined write: %q (error %v)", text, isErr)
+	}
+	session.Close()
+	if len(asked) != 2 || !strings.Contains(asked[0], "approve this call fs/write_file?") || !strings.Contains(asked[0], "shared files need a person") {
+		t.Errorf("the client was asked %q", asked)
+	}
+	if b, err := os.ReadFile(approved); err != nil || string(b) != "x" {
+		t.Errorf("the approved file: %q %v", b, err)
+	}
+	if _, err := os.Stat(denied); !os.IsNotExist(err) {
+		t.Errorf("the declined file exists (%v)", err)
+	}
+	log, code := aegisCLI(t, h.env, "log", "--server", "fs")
+	if code != 0 {
+		t.Fatalf("aegis log: exit %d: %s", code, log)
+	}
+	for _, want := range []string{"through elicitation, for this call", "denied by"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("aegis log does not show %q:\n%s", want, log)
+		}
+	}
 }
