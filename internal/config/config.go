@@ -30,10 +30,13 @@
 package config
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,7 +79,53 @@ type fileDoc struct {
 	// Principals holds attributes of principals, the sources of identity
 	// fields: principals: {alice: {account: alice@corp.example}}.
 	Principals map[string]map[string]string `yaml:"principals"`
+	// Serve configures `aegis serve`: where it listens and who may call.
+	Serve *fileServe `yaml:"serve"`
 }
+
+type fileServe struct {
+	Pos    strictyaml.Pos `yaml:"-"`
+	Listen string         `yaml:"listen"`
+	// PublicURL is the URL clients reach aegis at (behind a proxy, its
+	// external one): the resource its tokens' audience names, and the
+	// base of its RFC 9728 metadata.
+	PublicURL string `yaml:"public_url"`
+	// Origins are the browser origins allowed to call (an Origin header
+	// naming another is refused: DNS rebinding).
+	Origins     strictyaml.StringList `yaml:"origins"`
+	IdleTimeout string                `yaml:"idle_timeout"`
+	MaxSessions int                   `yaml:"max_sessions"`
+	Auth        *fileAuth             `yaml:"auth"`
+}
+
+func (*fileServe) YAMLName() string { return "serve" }
+
+type fileAuth struct {
+	Pos            strictyaml.Pos        `yaml:"-"`
+	Issuer         string                `yaml:"issuer"`
+	Audience       string                `yaml:"audience"`
+	JWKSURL        string                `yaml:"jwks_url"`
+	Algorithms     strictyaml.StringList `yaml:"algorithms"`
+	PrincipalClaim string                `yaml:"principal_claim"`
+	RolesClaim     string                `yaml:"roles_claim"`
+	APIKeys        []*fileAPIKey         `yaml:"api_keys"`
+	// None says, explicitly, that anyone who can reach the address may
+	// call, as the principal named: for a loopback address only.
+	None string `yaml:"none"`
+}
+
+func (*fileAuth) YAMLName() string { return "auth" }
+
+type fileAPIKey struct {
+	Pos  strictyaml.Pos `yaml:"-"`
+	Name string         `yaml:"name,required"`
+	// SHA256 is the hex SHA-256 of the key; the key itself is never in
+	// the configuration.
+	SHA256 string                `yaml:"sha256,required"`
+	Roles  strictyaml.StringList `yaml:"roles"`
+}
+
+func (*fileAPIKey) YAMLName() string { return "api key" }
 
 type fileSet struct {
 	Pos    strictyaml.Pos        `yaml:"-"`
@@ -183,6 +232,9 @@ type fileServer struct {
 	// them); the server never holds them. A relative ca_file is relative
 	// to the configuration file's directory.
 	Credentials []egressproxy.Credential `yaml:"credentials"`
+	// Command is the server's command line, which `aegis serve` starts
+	// (`aegis run` takes it after --).
+	Command strictyaml.StringList `yaml:"command"`
 }
 
 // local reports whether the server runs on this machine, so that its
@@ -301,6 +353,8 @@ type Config struct {
 	// PolicyOptions are the options the policy was compiled with; another
 	// policy judged against this configuration (recheck) uses them too.
 	PolicyOptions *policy.Options
+	// Serve is the serve: section; nil when there is none.
+	Serve *Serve
 	// Relay holds each server's relay settings, by name; a zero field
 	// means the relay's default.
 	Relay map[string]Relay
@@ -339,7 +393,44 @@ type Relay struct {
 	Env []string
 	// Credentials are the egress proxy's (fileServer.Credentials).
 	Credentials []egressproxy.Credential
+	// Command is the server's command line, for `aegis serve`; nil when
+	// the configuration gives none.
+	Command []string
 }
+
+// Serve is how `aegis serve` serves (the configuration's serve:).
+type Serve struct {
+	Listen      string
+	PublicURL   string
+	Origins     []string
+	IdleTimeout time.Duration
+	MaxSessions int
+	Auth        Auth
+}
+
+// Auth says who may call `aegis serve`: bearer JWTs of Issuer for
+// Audience, API keys, or (None, loopback only) anyone, as principal None.
+type Auth struct {
+	Issuer, Audience, JWKSURL  string
+	Algorithms                 []string
+	PrincipalClaim, RolesClaim string
+	APIKeys                    []APIKey
+	None                       string
+}
+
+// APIKey is a service account's key, by its hash.
+type APIKey struct {
+	Name   string
+	SHA256 string
+	Roles  []string
+}
+
+// Defaults of serve:.
+const (
+	DefaultListen      = "127.0.0.1:8347"
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultMaxSessions = 1000
+)
 
 // Bounds of the relay settings: a message cap below 64 KiB would refuse
 // ordinary tool lists, and one above 1 GiB lets one message take that much
@@ -508,6 +599,14 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		c.ApprovalTimeout = d
 	}
 
+	if doc.Serve != nil {
+		sv, err := serveOf(doc.Serve)
+		if err != nil {
+			return nil, err
+		}
+		c.Serve = sv
+	}
+
 	sets, err := setsOf(doc.Sets, rel, readFile)
 	if err != nil {
 		return nil, err
@@ -660,7 +759,7 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			}
 		}
 		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout,
-			Sandbox: sbMode, Env: fs.Env, Credentials: creds}
+			Sandbox: sbMode, Env: fs.Env, Credentials: creds, Command: fs.Command}
 		if sem.ArgDirs {
 			r := c.Relay[name]
 			r.ArgDirsAfter = sem.ArgDirsAfter
@@ -945,4 +1044,80 @@ func (c *Config) ServerArgs(name string, argv []string, cwd string) []string {
 	}
 	s.Options.Path.Bases = bases
 	return bases
+}
+
+// serveOf reads the serve: section.
+func serveOf(fs *fileServe) (*Serve, error) {
+	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions}
+	if sv.Listen == "" {
+		sv.Listen = DefaultListen
+	}
+	host, _, err := net.SplitHostPort(sv.Listen)
+	if err != nil {
+		return nil, strictyaml.ErrorAt(fs.Pos, "serve: listen %q: want host:port (127.0.0.1:8347)", fs.Listen)
+	}
+	if fs.IdleTimeout != "" {
+		d, err := time.ParseDuration(fs.IdleTimeout)
+		if err != nil || d < time.Second {
+			return nil, strictyaml.ErrorAt(fs.Pos, "serve: idle_timeout %q: want a duration of at least 1s (30m)", fs.IdleTimeout)
+		}
+		sv.IdleTimeout = d
+	}
+	if sv.MaxSessions < 0 {
+		return nil, strictyaml.ErrorAt(fs.Pos, "serve: max_sessions %d: want a positive number", sv.MaxSessions)
+	}
+	if sv.MaxSessions == 0 {
+		sv.MaxSessions = DefaultMaxSessions
+	}
+	if sv.PublicURL != "" {
+		u, err := url.Parse(sv.PublicURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return nil, strictyaml.ErrorAt(fs.Pos, "serve: public_url %q: want an http(s) URL without credentials, query or fragment", sv.PublicURL)
+		}
+	}
+	for _, o := range sv.Origins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" || u.User != nil {
+			return nil, strictyaml.ErrorAt(fs.Pos, "serve: origins: %q: want an origin, scheme://host[:port]", o)
+		}
+	}
+	a := fs.Auth
+	if a == nil {
+		return nil, strictyaml.ErrorAt(fs.Pos, "serve: auth: say who may call: issuer and audience (bearer JWTs), api_keys, or none: PRINCIPAL for a loopback address")
+	}
+	sv.Auth = Auth{Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL, Algorithms: a.Algorithms,
+		PrincipalClaim: a.PrincipalClaim, RolesClaim: a.RolesClaim, None: a.None}
+	if (a.Issuer == "") != (a.Audience == "") {
+		return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: issuer and audience go together: a token is checked for both")
+	}
+	if a.JWKSURL != "" && a.Issuer == "" {
+		return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: jwks_url without issuer")
+	}
+	seen := map[string]bool{}
+	for _, k := range a.APIKeys {
+		if k == nil {
+			continue
+		}
+		b, err := hex.DecodeString(k.SHA256)
+		if err != nil || len(b) != 32 {
+			return nil, strictyaml.ErrorAt(k.Pos, "serve: auth: api key %q: sha256: want 64 hex digits (the SHA-256 of the key: printf %%s KEY | sha256sum)", k.Name)
+		}
+		if seen[k.Name] {
+			return nil, strictyaml.ErrorAt(k.Pos, "serve: auth: api key %q: named twice", k.Name)
+		}
+		seen[k.Name] = true
+		sv.Auth.APIKeys = append(sv.Auth.APIKeys, APIKey{Name: k.Name, SHA256: strings.ToLower(k.SHA256), Roles: k.Roles})
+	}
+	if a.None != "" {
+		if a.Issuer != "" || len(sv.Auth.APIKeys) > 0 {
+			return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: none: is for no authentication at all, not beside issuer or api_keys")
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: none: only on a loopback address, not %q: anyone who reaches it would act as %q", sv.Listen, a.None)
+		}
+	}
+	if a.Issuer == "" && len(sv.Auth.APIKeys) == 0 && a.None == "" {
+		return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: say who may call: issuer and audience (bearer JWTs), api_keys, or none: PRINCIPAL for a loopback address")
+	}
+	return sv, nil
 }

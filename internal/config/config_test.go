@@ -121,6 +121,20 @@ func TestParseErrors(t *testing.T) {
 		{"stderr log too small", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: 100}\n", `server "fs": stderr_log_bytes 100: want at least 65536`},
 		{"negative stderr log", "version: 1\npolicy: p.yaml\nservers:\n  fs: {stderr_log_bytes: -5}\n", `stderr_log_bytes -5`},
 		{"case_insensitive not a bool", "version: 1\npolicy: p.yaml\nservers:\n  fs: {case_insensitive: maybe}\n", `c.yaml:4:26:`},
+		{"serve without auth", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {listen: '127.0.0.1:1'}\n", `c.yaml:4:8: serve: auth: say who may call`},
+		{"serve with empty auth", "version: 1\npolicy: p.yaml\nservers: {}\nserve:\n  auth: {}\n", `c.yaml:5:9: serve: auth: say who may call`},
+		{"serve listen without port", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {listen: localhost, auth: {none: me}}\n", `serve: listen "localhost": want host:port`},
+		{"serve no auth on a public address", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {listen: '0.0.0.0:8347', auth: {none: me}}\n", `none: only on a loopback address`},
+		{"serve no auth beside keys", "version: 1\npolicy: p.yaml\nservers: {}\nserve:\n  auth: {none: me, api_keys: [{name: ci, sha256: " + strings.Repeat("ab", 32) + "}]}\n", `not beside issuer or api_keys`},
+		{"serve issuer without audience", "version: 1\npolicy: p.yaml\nservers: {}\nserve:\n  auth: {issuer: 'https://idp.example'}\n", `issuer and audience go together`},
+		{"serve jwks without issuer", "version: 1\npolicy: p.yaml\nservers: {}\nserve:\n  auth: {jwks_url: 'https://idp.example/jwks', api_keys: [{name: a, sha256: " + strings.Repeat("ab", 32) + "}]}\n", `jwks_url without issuer`},
+		{"serve api key not a hash", "version: 1\npolicy: p.yaml\nservers: {}\nserve:\n  auth:\n    api_keys: [{name: ci, sha256: hunter2}]\n", `c.yaml:6:16: serve: auth: api key "ci": sha256: want 64 hex digits`},
+		{"serve api key named twice", "version: 1\npolicy: p.yaml\nservers: {}\nserve:\n  auth:\n    api_keys: [{name: ci, sha256: " + strings.Repeat("ab", 32) + "}, {name: ci, sha256: " + strings.Repeat("cd", 32) + "}]\n", `api key "ci": named twice`},
+		{"serve api key without a name", "version: 1\npolicy: p.yaml\nservers: {}\nserve:\n  auth:\n    api_keys: [{sha256: " + strings.Repeat("ab", 32) + "}]\n", `missing key "name"`},
+		{"serve public url with a query", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {public_url: 'https://a.example/?x=1', auth: {none: me}}\n", `public_url "https://a.example/?x=1"`},
+		{"serve origin with a path", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {origins: ['https://a.example/app'], auth: {none: me}}\n", `origins: "https://a.example/app": want an origin`},
+		{"serve idle timeout", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {idle_timeout: 5, auth: {none: me}}\n", `idle_timeout "5"`},
+		{"serve unknown key", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {port: 5, auth: {none: me}}\n", `unknown key "port"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,6 +206,27 @@ func TestRelaySettings(t *testing.T) {
 	}
 	if _, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs: {sandbox: maybe}\n"), read); err == nil || !strings.Contains(err.Error(), `sandbox "maybe"`) {
 		t.Errorf("sandbox: maybe: error %v, want one naming it", err)
+	}
+}
+
+// TestServe: serve: reaches the configuration with its defaults, and a
+// server's command its relay settings.
+func TestServe(t *testing.T) {
+	read := func(string) ([]byte, error) { return []byte("version: 1\nrules: []\n"), nil }
+	key := strings.Repeat("AB", 32)
+	cfg, err := Parse("c.yaml", []byte("version: 1\npolicy: p.yaml\nservers:\n  fs: {command: [npx, -y, server, /srv]}\nserve:\n  auth:\n    issuer: https://idp.example\n    audience: https://aegis.example/mcp\n    roles_claim: realm_access.roles\n    api_keys: [{name: ci, sha256: "+key+", roles: [bot]}]\n"), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Serve{Listen: DefaultListen, IdleTimeout: DefaultIdleTimeout, MaxSessions: DefaultMaxSessions, Auth: Auth{
+		Issuer: "https://idp.example", Audience: "https://aegis.example/mcp", RolesClaim: "realm_access.roles",
+		APIKeys: []APIKey{{Name: "ci", SHA256: strings.ToLower(key), Roles: []string{"bot"}}},
+	}}
+	if diff := cmp.Diff(want, cfg.Serve); diff != "" {
+		t.Errorf("serve (-want +got):\n%s", diff)
+	}
+	if got := cfg.Relay["fs"].Command; !slices.Equal(got, []string{"npx", "-y", "server", "/srv"}) {
+		t.Errorf("command %q", got)
 	}
 }
 
