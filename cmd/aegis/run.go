@@ -171,13 +171,76 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	srv, err := launch(name, cfg, eng, sess, fs.Args(), bases, stderr)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	if in, ok := stdin.(*os.File); ok {
+		if out, ok := stdout.(*os.File); ok {
+			// The client's pipes or sockets, waited for by Go's poller
+			// rather than by a thread blocked in read(2).
+			var closeStdio func()
+			stdin, stdout, closeStdio = proxy.ClientStdio(in, out)
+			defer closeStdio()
+		}
+	}
 	relay := cfg.Relay[name]
-	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	err = proxy.Run(ctx, stdin, stdout, srv.cmd, proxy.SessionGate(sess), &proxy.Options{
+		MaxMessageBytes: int(relay.MaxMessageBytes),
+		MaxInFlight:     relay.MaxInFlight,
+		CallTimeout:     relay.CallTimeout,
+		StderrLog:       state.StderrLog(name),
+		StderrLogBytes:  relay.StderrLogBytes,
+		Stderr:          stderr,
+		Logger:          logger,
+		Twin:            srv.twin,
+		Elicitor:        elicitor,
+	})
+	// The server's own exit status is aegis's, so that the client sees
+	// how its server ended.
+	var ee *proxy.ServerExitError
+	if errors.As(err, &ee) && ee.ExitCode() > 0 {
+		fmt.Fprintf(stderr, "aegis: server %q exited: %v\n", name, err)
+		return exitError{ee.ExitCode()}
+	}
+	return err
+}
+
+// launched is a server ready to start: its command (sandboxed, as the
+// configuration says), its unbound twin if it has one, and what to close
+// once it has exited (its sandbox, its egress proxy).
+type launched struct {
+	cmd     *exec.Cmd
+	twin    func() (*exec.Cmd, func(), error)
+	closers []func()
+}
+
+func (l *launched) close() {
+	for i := len(l.closers) - 1; i >= 0; i-- {
+		l.closers[i]()
+	}
+	l.closers = nil
+}
+
+// launch makes server name's command line argv ready to run under
+// session sess: in the sandbox the policy allows, with the egress proxy
+// that decides its connections in sess's name. bases are the directories
+// the server takes on its command line.
+func launch(name string, cfg *config.Config, eng *gateway.Engine, sess *gateway.Session, argv, bases []string, stderr io.Writer) (*launched, error) {
+	relay := cfg.Relay[name]
+	l := &launched{cmd: exec.Command(argv[0], argv[1:]...)}
+	ok := false
+	defer func() {
+		if !ok {
+			l.close()
+		}
+	}()
 	if relay.Sandbox != sandbox.Off && cfg.Policy.Mode() == policy.Shadow {
 		// A shadow policy enforces nothing (every call goes through): a
 		// sandbox built from it would enforce what it only reports.
 		if relay.Sandbox == sandbox.Required {
-			return fmt.Errorf("server %q: sandbox: required, but the policy is in shadow mode, which enforces nothing to build a sandbox from", name)
+			return nil, fmt.Errorf("server %q: sandbox: required, but the policy is in shadow mode, which enforces nothing to build a sandbox from", name)
 		}
 		fmt.Fprintf(stderr, "aegis: server %q: no sandbox: the policy is in shadow mode\n", name)
 		relay.Sandbox = sandbox.Off
@@ -209,15 +272,16 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		var runtimeHosts []string
 		ep, err := egressProxy(name, eng.Server(name), sess, relay.Credentials, func() []string { return runtimeHosts }, stderr)
 		if err != nil {
-			return fmt.Errorf("server %q: %w", name, err)
+			return nil, fmt.Errorf("server %q: %w", name, err)
 		}
-		defer ep.Close()
+		l.closers = append(l.closers, func() { ep.Close() })
 		spec.CACert = ep.CACert()
-		var sb *sandbox.Sandbox
-		if cmd, sb, err = sandbox.Command(spec, fs.Args()); err != nil {
-			return fmt.Errorf("server %q: %w", name, err)
+		cmd, sb, err := sandbox.Command(spec, argv)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", name, err)
 		}
-		defer sb.Close()
+		l.cmd = cmd
+		l.closers = append(l.closers, func() { sb.Close() })
 		rep := sb.Report()
 		runtimeHosts = rep.RuntimeHosts
 		fmt.Fprintf(stderr, "aegis: server %q sandbox: %s\n", name, rep.String())
@@ -228,41 +292,14 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			go ep.Serve(ln)
 		}
 	}
-	var twin func() (*exec.Cmd, func(), error)
 	if unboundTools(eng.Server(name)) {
 		// The tools marked unbound run in a second instance of the server
 		// with no file or network authority at all (R29), whatever the
 		// server's own sandbox setting: started on the first such call.
-		twin = unboundTwin(name, spec.Unbound(), fs.Args(), stderr)
+		l.twin = unboundTwin(name, spec.Unbound(), argv, stderr)
 	}
-	if in, ok := stdin.(*os.File); ok {
-		if out, ok := stdout.(*os.File); ok {
-			// The client's pipes or sockets, waited for by Go's poller
-			// rather than by a thread blocked in read(2).
-			var closeStdio func()
-			stdin, stdout, closeStdio = proxy.ClientStdio(in, out)
-			defer closeStdio()
-		}
-	}
-	err = proxy.Run(ctx, stdin, stdout, cmd, proxy.SessionGate(sess), &proxy.Options{
-		MaxMessageBytes: int(relay.MaxMessageBytes),
-		MaxInFlight:     relay.MaxInFlight,
-		CallTimeout:     relay.CallTimeout,
-		StderrLog:       state.StderrLog(name),
-		StderrLogBytes:  relay.StderrLogBytes,
-		Stderr:          stderr,
-		Logger:          logger,
-		Twin:            twin,
-		Elicitor:        elicitor,
-	})
-	// The server's own exit status is aegis's, so that the client sees
-	// how its server ended.
-	var ee *proxy.ServerExitError
-	if errors.As(err, &ee) && ee.ExitCode() > 0 {
-		fmt.Fprintf(stderr, "aegis: server %q exited: %v\n", name, err)
-		return exitError{ee.ExitCode()}
-	}
-	return err
+	ok = true
+	return l, nil
 }
 
 // unboundTools reports whether any tool of srv runs unbound.

@@ -82,6 +82,7 @@ var levels = map[string]int{
 	"internal/proxy":      3,
 	"internal/demoserver": 3,
 	"internal/console":    3, // the local web console: approvals, decisions, pins
+	"internal/serve":      3, // MCP over HTTP in front of the relay (aegis serve)
 	// 4: the commands and the tests of the whole.
 	"cmd/aegis":         4,
 	"e2e":               4,
@@ -94,6 +95,7 @@ var sideways = map[string][]string{
 	"internal/envelope":    {"internal/dlp"},    // an envelope is kept redacted
 	"internal/offline":     {"internal/config"}, // a table names a configuration; pins live in its state
 	"internal/egressproxy": {"internal/egress"}, // the proxy dials through the egress checker
+	"internal/serve":       {"internal/proxy"},  // each HTTP session is a relay's client
 }
 
 // pure packages decide from values alone: no files, no network, no

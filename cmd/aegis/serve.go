@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/approval"
+	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/config"
+	"github.com/aegis-mcp/aegis/internal/envelope"
+	"github.com/aegis-mcp/aegis/internal/gateway"
+	"github.com/aegis-mcp/aegis/internal/pin"
+	"github.com/aegis-mcp/aegis/internal/proxy"
+	"github.com/aegis-mcp/aegis/internal/serve"
+)
+
+// shutdownGrace is how long aegis serve lets the calls in flight finish
+// once told to stop.
+const shutdownGrace = 30 * time.Second
+
+// cmdServe serves the configured servers over MCP Streamable HTTP, one
+// path per server, each session its own relay and server instance.
+func cmdServe(argv []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	cfgPath := fs.String("config", "", "configuration `file` (default ~/.config/aegis/aegis.yaml, or $AEGIS_HOME/aegis.yaml when AEGIS_HOME is set)")
+	listen := fs.String("listen", "", "`address` to listen on (default: the configuration's serve.listen, else "+config.DefaultListen+")")
+	if err := fs.Parse(argv); err != nil {
+		return exitError{2}
+	}
+	if fs.NArg() != 0 {
+		return usageError(stderr, "usage: aegis serve [--config FILE] [--listen ADDR]")
+	}
+	state, err := config.DefaultState()
+	if err != nil {
+		return err
+	}
+	if *cfgPath == "" {
+		*cfgPath = config.DefaultConfig(state)
+	}
+	cfg, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	if cfg.Serve == nil {
+		return fmt.Errorf("%s: no serve: section: aegis serve needs one saying who may call (docs/config.md, \"aegis serve\")", *cfgPath)
+	}
+	var names []string
+	bases := map[string][]string{}
+	wd, _ := os.Getwd()
+	for _, s := range cfg.Servers {
+		if cmd := cfg.Relay[s.Name].Command; len(cmd) > 0 {
+			names = append(names, s.Name)
+			// A server that takes its allowed directories on its
+			// command line resolves relative paths against them.
+			bases[s.Name] = cfg.ServerArgs(s.Name, cmd, wd)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%s: no server has a command: aegis serve starts each server it serves from its command: [...]", *cfgPath)
+	}
+	sort.Strings(names)
+	eng, err := cfg.Engine()
+	if err != nil {
+		return err
+	}
+	who, err := authenticator(cfg.Serve)
+	if err != nil {
+		return err
+	}
+	addr := *listen
+	if addr == "" {
+		addr = cfg.Serve.Listen
+	}
+	if err := os.MkdirAll(state.Logs(), 0o700); err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	approvals, err := approval.Open(state.Approvals(), nil)
+	if err != nil {
+		return err
+	}
+	defer approvals.Close()
+
+	servers := map[string]*serve.Server{}
+	for _, name := range names {
+		srv, closeSrv, err := serveServer(name, cfg, eng, bases[name], state, approvals, logger, stderr)
+		if err != nil {
+			return err
+		}
+		defer closeSrv()
+		servers[name] = srv
+	}
+	h := serve.New(&serve.Config{
+		Servers: servers, Who: who.identity, Origins: cfg.Serve.Origins,
+		IdleTimeout: cfg.Serve.IdleTimeout, MaxSessions: cfg.Serve.MaxSessions,
+		Logger: logger,
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp/", who.wrap(h))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	ready := make(chan struct{})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-ready:
+			io.WriteString(w, "ready\n")
+		default:
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		}
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	for _, name := range names {
+		fmt.Fprintf(stdout, "aegis: serving %s at http://%s/mcp/%s\n", name, ln.Addr(), name)
+	}
+	close(ready)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return err
+	}
+	logger.Info("serve: shutting down: the calls in flight finish, then the servers stop", "grace", shutdownGrace.String())
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- h.Shutdown(sctx) }()
+	err = hs.Shutdown(sctx)
+	if herr := <-errc; herr != nil {
+		err = errors.Join(err, herr)
+	}
+	if err != nil {
+		logger.Warn("serve: shut down before every call finished", "err", err)
+	}
+	return nil
+}
+
+// serveServer is server name as aegis serve serves it: its chain lane,
+// pins and envelopes, shared by its sessions, and what starts a session.
+func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []string, state config.State, approvals *approval.Store, logger *slog.Logger, stderr io.Writer) (*serve.Server, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	chainRoot := state.Chains()
+	log, ln, err := chain.OpenLane(chainRoot, name, &chain.Options{Logger: logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening server %q's chain: %w", name, err)
+	}
+	closers = append(closers, func() { log.Close() })
+	if err := chain.TidyLanes(chainRoot, name, ln, &chain.Options{Logger: logger}); err != nil {
+		warnEach(stderr, err)
+	}
+	pins, err := pin.Open(state.PinFile(name))
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	var envs *envelope.Store
+	if cfg.Envelopes {
+		if envs, err = envelope.Open(state.Envelopes(name), cfg.EnvelopeRetention); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		closers = append(closers, func() { envs.Close() })
+	}
+	lane := ""
+	if ln.N > 1 {
+		lane = strconv.Itoa(ln.N)
+	}
+	relay := cfg.Relay[name]
+	start := func(ctx context.Context, id string, who serve.Identity) (*serve.Upstream, error) {
+		elicitor := proxy.NewElicitor(approvals, who.Principal)
+		sc := &gateway.SessionConfig{
+			Server: name, ID: id, Principal: who.Principal, Roles: who.Roles, Origin: capability.Interactive,
+			Pins: pins, Log: log, Logger: logger.With("server", name, "session", id), Notify: stderr,
+			Approvals: &gateway.Approvals{Store: approvals, Timeout: cfg.ApprovalTimeout, Lane: lane, Asked: elicitor.Ask},
+		}
+		if envs != nil {
+			sc.Envelopes = envs
+		}
+		sess, err := eng.NewSession(sc)
+		if err != nil {
+			return nil, err
+		}
+		l, err := launch(name, cfg, eng, sess, relay.Command, bases, stderr)
+		if err != nil {
+			return nil, err
+		}
+		logger.Info("serve: session started", "server", name, "session", id, "principal", who.Principal, "roles", strings.Join(who.Roles, ","))
+		return &serve.Upstream{
+			Cmd:  l.cmd,
+			Gate: proxy.SessionGate(sess),
+			Options: &proxy.Options{
+				MaxMessageBytes: int(relay.MaxMessageBytes),
+				MaxInFlight:     relay.MaxInFlight,
+				CallTimeout:     relay.CallTimeout,
+				Stderr:          stderr,
+				Logger:          logger.With("server", name, "session", id),
+				Twin:            l.twin,
+				Elicitor:        elicitor,
+			},
+			Close: l.close,
+		}, nil
+	}
+	return &serve.Server{Start: start}, closeAll, nil
+}

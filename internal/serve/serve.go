@@ -1,0 +1,477 @@
+// Package serve is aegis's MCP front end over HTTP (`aegis serve`): the
+// Streamable HTTP transport of protocol revisions 2025-03-26 to
+// 2025-11-25, one path per configured server (/mcp/NAME), in front of the
+// same relay and pipeline as `aegis run`.
+//
+// Each MCP session is its own relay and its own instance of the server,
+// started when the session's initialize arrives and stopped when the
+// session ends (DELETE, idle, shutdown, or the server's exit): sessions of
+// different principals never share a server process, nor provenance, caps,
+// taint or approvals, which live in the session's gateway.Session. A
+// session belongs to the principal that opened it; a request naming it
+// with another identity is answered as if it did not exist.
+//
+// The transport is aegis's own, not the Go SDK's: the relay is byte
+// faithful, and so is the way to it. A POSTed message is handed to the
+// relay as it came (compacted onto one line, the relay's framing); each
+// message the relay writes to the client goes, as written, to the POST of
+// the request it answers or whose progress it reports, and anything else
+// (the server's own requests and notifications, aegis's questions) to the
+// session's GET stream, else to an open POST stream, else it waits, in a
+// bounded backlog, for one.
+package serve
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/proxy"
+)
+
+// Identity is who a request is from, as the authentication in front of
+// the handler established it.
+type Identity struct {
+	Principal string
+	Roles     []string
+}
+
+// An Upstream is what one session's relay runs: the server's command (not
+// started, its standard streams nil), the gate that decides for the
+// session, the relay's options, and what to call once the relay ended.
+type Upstream struct {
+	Cmd     *exec.Cmd
+	Gate    proxy.Gate
+	Options *proxy.Options
+	Close   func()
+}
+
+// A Server is one configured server, served at /mcp/NAME: Start makes
+// the upstream of a new session id for who.
+type Server struct {
+	Start func(ctx context.Context, sessionID string, who Identity) (*Upstream, error)
+}
+
+// Config configures a [Handler].
+type Config struct {
+	Servers map[string]*Server
+	// Who returns the identity the authentication in front of the
+	// handler put on the request; false refuses it (401).
+	Who func(*http.Request) (Identity, bool)
+	// Origins are the browser origins allowed besides the request's own
+	// host: a request with another Origin header is refused (DNS
+	// rebinding, R28).
+	Origins []string
+	// IdleTimeout ends a session without requests or streams for that
+	// long; MaxSessions caps the sessions open at once.
+	IdleTimeout time.Duration
+	MaxSessions int
+	// MaxMessageBytes caps one POSTed message (the relay's cap too).
+	MaxMessageBytes int64
+	// MaxDepth is the relay's nesting cap, which messages are read with.
+	MaxDepth int
+	Logger   *slog.Logger
+	// Observe, if set, is told of each HTTP request's outcome, for
+	// metrics: the server's name ("" when none matched) and the status.
+	Observe func(server string, status int)
+}
+
+// Defaults.
+const (
+	DefaultIdleTimeout     = 30 * time.Minute
+	DefaultMaxSessions     = 1000
+	DefaultMaxMessageBytes = proxy.DefaultMaxMessageBytes
+	// maxBacklog bounds the messages that wait for a stream to the
+	// client; past it the oldest is dropped, and said.
+	maxBacklog = 1024
+	// keepAlive is how often an idle stream gets an SSE comment, so that
+	// a proxy on the way does not close it.
+	keepAlive = 25 * time.Second
+)
+
+// revisions are the protocol revisions this transport serves. Revision
+// 2026-07-28 (stateless requests) is not served yet.
+var revisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+
+// A Handler serves the configured servers.
+type Handler struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closing  bool
+	relays   sync.WaitGroup
+	stop     chan struct{}
+}
+
+// New returns a Handler; Close (or Shutdown) ends its sessions.
+func New(c *Config) *Handler {
+	h := &Handler{cfg: *c, sessions: map[string]*session{}, stop: make(chan struct{})}
+	if h.cfg.IdleTimeout <= 0 {
+		h.cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if h.cfg.MaxSessions <= 0 {
+		h.cfg.MaxSessions = DefaultMaxSessions
+	}
+	if h.cfg.MaxMessageBytes <= 0 {
+		h.cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if h.cfg.MaxDepth <= 0 {
+		h.cfg.MaxDepth = 256
+	}
+	h.log = h.cfg.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	go h.reap()
+	return h
+}
+
+// Sessions returns the number of sessions open.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// Shutdown stops taking sessions, ends every session (each relay closes
+// its server's input, relays what the server still answers, and stops
+// it), and waits for the relays until ctx is done. A request in flight
+// gets its answer, or the relay's error saying the server ended.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	if !h.closing {
+		h.closing = true
+		close(h.stop)
+	}
+	all := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.end()
+	}
+	done := make(chan struct{})
+	go func() { h.relays.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		// Out of time: the servers are stopped now, and what is still in
+		// flight is answered with the relay's error.
+		for _, s := range all {
+			s.kill()
+		}
+		<-done
+		return ctx.Err()
+	}
+}
+
+// reap ends the sessions idle for longer than IdleTimeout.
+func (h *Handler) reap() {
+	every := min(h.cfg.IdleTimeout/4, time.Minute)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case now := <-t.C:
+			h.mu.Lock()
+			var idle []*session
+			for _, s := range h.sessions {
+				if s.idleSince(now) > h.cfg.IdleTimeout {
+					idle = append(idle, s)
+				}
+			}
+			h.mu.Unlock()
+			for _, s := range idle {
+				h.log.Info("serve: session idle, ended", "server", s.server, "session", s.id)
+				s.end()
+			}
+		}
+	}
+}
+
+// ServeHTTP serves /mcp/NAME.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, ok := strings.CutPrefix(r.URL.Path, "/mcp/")
+	srv := h.cfg.Servers[name]
+	if !ok || srv == nil {
+		h.fail(w, "", http.StatusNotFound, "no MCP server at %s: the servers are at /mcp/NAME", r.URL.Path)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o, r) {
+		h.fail(w, name, http.StatusForbidden, "origin %q is not allowed", o)
+		return
+	}
+	who, ok := h.cfg.Who(r)
+	if !ok {
+		h.fail(w, name, http.StatusUnauthorized, "not authenticated")
+		return
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(revisions, v) {
+		h.fail(w, name, http.StatusBadRequest, "protocol version %q is not served here (served: %s)", v, strings.Join(revisions, ", "))
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r, name, srv, who)
+	case http.MethodGet:
+		s, ok := h.lookup(w, r, name, who)
+		if ok {
+			h.observe(name, s.serveGET(w, r))
+		}
+	case http.MethodDelete:
+		s, ok := h.lookup(w, r, name, who)
+		if ok {
+			s.end()
+			w.WriteHeader(http.StatusNoContent)
+			h.observe(name, http.StatusNoContent)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		h.fail(w, name, http.StatusMethodNotAllowed, "method %s: want POST, GET or DELETE", r.Method)
+	}
+}
+
+func (h *Handler) observe(server string, status int) {
+	if h.cfg.Observe != nil {
+		h.cfg.Observe(server, status)
+	}
+}
+
+// originAllowed reports whether a request from browser origin o may
+// call: the request's own origin, or one the configuration lists.
+func (h *Handler) originAllowed(o string, r *http.Request) bool {
+	if slices.Contains(h.cfg.Origins, o) {
+		return true
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return o == scheme+"://"+r.Host
+}
+
+// fail answers a request the transport refuses, with a plain reason.
+func (h *Handler) fail(w http.ResponseWriter, server string, status int, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	io.WriteString(w, "aegis: "+msg+"\n")
+	h.observe(server, status)
+}
+
+// failRPC answers a request whose message is refused with a JSON-RPC
+// error, so that a client that reads the body sees the reason too.
+func (h *Handler) failRPC(w http.ResponseWriter, server string, status int, id []byte, code int, format string, args ...any) {
+	if len(id) == 0 {
+		id = []byte("null")
+	}
+	msg, _ := json.Marshal("aegis: " + fmt.Sprintf(format, args...))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`+"\n", id, code, msg)
+	h.observe(server, status)
+}
+
+// lookup finds the session the request names, for who; it answers the
+// request itself when there is none.
+func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, server string, who Identity) (*session, bool) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		h.fail(w, server, http.StatusBadRequest, "no Mcp-Session-Id: initialize first")
+		return nil, false
+	}
+	h.mu.Lock()
+	s := h.sessions[id]
+	h.mu.Unlock()
+	// Another principal's session is answered as one that does not
+	// exist: its id tells nobody else anything.
+	if s == nil || s.server != server || s.who.Principal != who.Principal || s.isDone() {
+		h.fail(w, server, http.StatusNotFound, "no session %q here: initialize a new one", truncate(id, 64))
+		return nil, false
+	}
+	return s, true
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// JSON-RPC error codes of the transport's own refusals.
+const (
+	codeParse          = -32700
+	codeInvalidRequest = -32600
+)
+
+// post serves a POSTed message: a request gets its answer in the
+// response (as JSON, or as an SSE stream with the messages about it); a
+// notification or a response is accepted (202).
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, name string, srv *Server, who Identity) {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		h.fail(w, name, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", ct)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxMessageBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.fail(w, name, http.StatusRequestEntityTooLarge, "message larger than %d bytes", mbe.Limit)
+			return
+		}
+		h.fail(w, name, http.StatusBadRequest, "reading the body: %v", err)
+		return
+	}
+	line, err := oneLine(body)
+	if err != nil {
+		h.failRPC(w, name, http.StatusBadRequest, nil, codeParse, "%v", err)
+		return
+	}
+	msg, err := proxy.Inspect(line, h.cfg.MaxDepth)
+	if err != nil {
+		h.failRPC(w, name, http.StatusBadRequest, msg.ID, codeInvalidRequest, "invalid message: %v", err)
+		return
+	}
+	if msg.Kind == proxy.Batch {
+		h.failRPC(w, name, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not served (revision 2025-06-18 removed them): send one message per request")
+		return
+	}
+	if err := headersAgree(r, msg); err != nil {
+		h.failRPC(w, name, http.StatusBadRequest, msg.ID, codeInvalidRequest, "%v", err)
+		return
+	}
+	var s *session
+	if r.Header.Get("Mcp-Session-Id") == "" && msg.Kind == proxy.Request && msg.Method == "initialize" {
+		s, err = h.open(r.Context(), name, srv, who)
+		if err != nil {
+			status := http.StatusServiceUnavailable
+			h.log.Warn("serve: a session could not start", "server", name, "principal", who.Principal, "err", err)
+			h.failRPC(w, name, status, msg.ID, codeInvalidRequest, "the session could not start: %v", err)
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", s.id)
+	} else {
+		var ok bool
+		if s, ok = h.lookup(w, r, name, who); !ok {
+			return
+		}
+	}
+	if msg.Kind != proxy.Request {
+		if err := s.send(line); err != nil {
+			h.fail(w, name, http.StatusNotFound, "the session has ended: %v", err)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		h.observe(name, http.StatusAccepted)
+		return
+	}
+	h.observe(name, s.call(w, r, line, msg))
+}
+
+// oneLine is body as the relay's framing wants it: one line. JSON
+// outside strings has no meaningful whitespace, so a pretty-printed
+// message is compacted; one already on a line goes as it came.
+func oneLine(body []byte) ([]byte, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, errors.New("empty body: want one JSON-RPC message")
+	}
+	if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
+		return body, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, body); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	return b.Bytes(), nil
+}
+
+// headersAgree checks the Mcp-Method and Mcp-Name headers, when sent,
+// against the message: a router that reads the headers and aegis, which
+// reads the body, must never see two different calls.
+func headersAgree(r *http.Request, msg proxy.Inspected) error {
+	if vs := r.Header.Values("Mcp-Method"); len(vs) > 0 {
+		if len(vs) > 1 || vs[0] != msg.Method {
+			return fmt.Errorf("the Mcp-Method header %q disagrees with the message's method %q", strings.Join(vs, ", "), msg.Method)
+		}
+	}
+	if vs := r.Header.Values("Mcp-Name"); len(vs) > 0 {
+		key := "name"
+		if msg.Method == "resources/read" || msg.Method == "resources/subscribe" || msg.Method == "resources/unsubscribe" {
+			key = "uri"
+		}
+		var name string
+		if raw := proxy.Member(msg.Params, key); len(raw) > 0 && raw[0] == '"' {
+			json.Unmarshal(raw, &name)
+		}
+		if len(vs) > 1 || vs[0] != name {
+			return fmt.Errorf("the Mcp-Name header %q disagrees with the message's %s %q", strings.Join(vs, ", "), key, name)
+		}
+	}
+	return nil
+}
+
+// open starts a new session of srv for who.
+func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identity) (*session, error) {
+	var b [16]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	h.mu.Lock()
+	switch {
+	case h.closing:
+		h.mu.Unlock()
+		return nil, errors.New("aegis is shutting down")
+	case len(h.sessions) >= h.cfg.MaxSessions:
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%d sessions are open, the most this aegis serves", h.cfg.MaxSessions)
+	}
+	s := newSession(h, id, name, who)
+	h.sessions[id] = s
+	h.relays.Add(1)
+	h.mu.Unlock()
+	// The relay outlives the request that opened the session.
+	up, err := srv.Start(context.WithoutCancel(ctx), id, who)
+	if err != nil {
+		h.forget(s)
+		h.relays.Done()
+		return nil, err
+	}
+	go func() {
+		defer h.relays.Done()
+		err := proxy.Run(s.ctx, s.inR, s, up.Cmd, up.Gate, up.Options)
+		if up.Close != nil {
+			up.Close()
+		}
+		s.finish(err)
+		h.forget(s)
+	}()
+	return s, nil
+}
+
+func (h *Handler) forget(s *session) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+}
