@@ -8,7 +8,9 @@
 //	node driver.mjs calls PLAN.json -- COMMAND [ARG...]
 //
 // The command is the server itself or `aegis run ... -- node SERVER`; it
-// inherits this process's environment. The transcript holds every step's
+// inherits this process's environment. An http(s) URL in its place is a
+// Streamable HTTP endpoint (`aegis serve`), called with the bearer token
+// AEGIS_E2E_BEARER when it is set. The transcript holds every step's
 // result or error, and every JSON-RPC message the client received and sent,
 // in order. Nothing in it is normalised here: the Go test does that,
 // explicitly, so both sides of a comparison go through the same code.
@@ -19,6 +21,7 @@
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -426,7 +429,13 @@ async function main() {
   const started = Date.now();
   const [scenario, ...rest] = argv.slice(0, dash);
   const [command, ...args] = argv.slice(dash + 1);
-  const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+  // An http(s) URL in place of a command is a Streamable HTTP endpoint
+  // (aegis serve), called with AEGIS_E2E_BEARER as a bearer token if set.
+  const transport = /^https?:\/\//.test(command)
+    ? new StreamableHTTPClientTransport(new URL(command), {
+        requestInit: process.env.AEGIS_E2E_BEARER ? { headers: { Authorization: `Bearer ${process.env.AEGIS_E2E_BEARER}` } } : {},
+      })
+    : new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
   const rec = new Recorder(transport);
 
   let out;
