@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -197,6 +198,29 @@ func TestServeFilesystem(t *testing.T) {
 	}
 	if strings.Contains(string(r.Raw), h.secret) {
 		t.Errorf("the key reached the TypeScript client")
+	}
+	// The operator's view: health, and the decisions by effect and rule.
+	// Both sessions are open: the TypeScript client leaves without a
+	// DELETE, and its session waits for the idle timeout.
+	base := strings.TrimSuffix(url, "/mcp/fs")
+	for path, want := range map[string][]string{
+		"/healthz": {"ok"},
+		"/readyz":  {"ready"},
+		"/metrics": {`aegis_decisions_total{effect="deny",method="tools/call",rule="fs-tools,no-secrets",server="fs"} 2`,
+			`aegis_decisions_total{effect="allow",method="tools/call"`, "aegis_sessions_open 2", `aegis_sessions_started_total{server="fs"} 2`,
+			`aegis_http_requests_total{server="fs",status="200"}`, "aegis_approvals_pending 0", "aegis_decision_seconds_bucket"},
+	} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, w := range want {
+			if resp.StatusCode != 200 || !strings.Contains(string(body), w) {
+				t.Errorf("%s: %d, want %q in:\n%s", path, resp.StatusCode, w, body)
+			}
+		}
 	}
 	cs.Close()
 	s.stop(t)

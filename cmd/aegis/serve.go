@@ -94,22 +94,37 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 	}
 	defer approvals.Close()
 
+	var h *serve.Handler
+	metrics := newServeMetrics(func() int { return h.Sessions() }, approvals)
 	servers := map[string]*serve.Server{}
 	for _, name := range names {
-		srv, closeSrv, err := serveServer(name, cfg, eng, bases[name], state, approvals, logger, stderr)
+		srv, closeSrv, err := serveServer(name, cfg, eng, bases[name], state, approvals, metrics, logger, stderr)
 		if err != nil {
 			return err
 		}
 		defer closeSrv()
 		servers[name] = srv
 	}
-	h := serve.New(&serve.Config{
+	h = serve.New(&serve.Config{
 		Servers: servers, Who: who.identity, Origins: cfg.Serve.Origins,
 		IdleTimeout: cfg.Serve.IdleTimeout, MaxSessions: cfg.Serve.MaxSessions,
-		Logger: logger,
+		Logger: logger, Observe: metrics.request,
+		Ended: func(server, _ string, err error) {
+			if err != nil {
+				metrics.upstream.WithLabelValues(server).Inc()
+			}
+		},
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp/", who.wrap(h))
+	// The metrics name servers and rules: whoever may call may read them.
+	mux.Handle("GET /metrics", who.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := who.identity(r); !ok {
+			http.Error(w, "aegis: not authenticated", http.StatusUnauthorized)
+			return
+		}
+		metrics.handler().ServeHTTP(w, r)
+	})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	ready := make(chan struct{})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -156,7 +171,7 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 
 // serveServer is server name as aegis serve serves it: its chain lane,
 // pins and envelopes, shared by its sessions, and what starts a session.
-func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []string, state config.State, approvals *approval.Store, logger *slog.Logger, stderr io.Writer) (*serve.Server, func(), error) {
+func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []string, state config.State, approvals *approval.Store, metrics *serveMetrics, logger *slog.Logger, stderr io.Writer) (*serve.Server, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -195,6 +210,7 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 		sc := &gateway.SessionConfig{
 			Server: name, ID: id, Principal: who.Principal, Roles: who.Roles, Origin: capability.Interactive,
 			Pins: pins, Log: log, Logger: logger.With("server", name, "session", id), Notify: stderr,
+			Observe:   metrics.decision,
 			Approvals: &gateway.Approvals{Store: approvals, Timeout: cfg.ApprovalTimeout, Lane: lane, Asked: elicitor.Ask},
 		}
 		if envs != nil {
@@ -208,6 +224,7 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 		if err != nil {
 			return nil, err
 		}
+		metrics.sessions.WithLabelValues(name).Inc()
 		logger.Info("serve: session started", "server", name, "session", id, "principal", who.Principal, "roles", strings.Join(who.Roles, ","))
 		return &serve.Upstream{
 			Cmd:  l.cmd,

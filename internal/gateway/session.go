@@ -86,6 +86,8 @@ type SessionConfig struct {
 	Notify io.Writer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Observe, if set, is told of each decision, for metrics.
+	Observe func(Observation)
 	// Approvals, if set, holds each call and request the policy answers
 	// ask until a person answers it (R21); nil refuses them, saying a
 	// person's approval is needed. The server's own requests are never
@@ -276,11 +278,32 @@ func (s *Session) pinned(c *Call) *Call {
 // run checks c with m's storage and, when record is set and s has a log,
 // records its decision before returning.
 func (s *Session) run(ctx context.Context, c *Call, m *callMem, record bool) (Verdict, uint64, error) {
+	if obs := s.cfg.Observe; obs != nil {
+		start := time.Now()
+		v, seq, err := s.run1(ctx, c, m, record)
+		obs(Observation{Server: s.cfg.Server, Method: c.Method, Effect: v.Effect, Rules: v.Rules(), Took: time.Since(start), Err: err})
+		return v, seq, err
+	}
+	return s.run1(ctx, c, m, record)
+}
+
+func (s *Session) run1(ctx context.Context, c *Call, m *callMem, record bool) (Verdict, uint64, error) {
 	if record && s.rec.Log != nil {
 		return s.rec.call(ctx, c, m)
 	}
 	v, _ := s.eng.check(ctx, c, false, m)
 	return v, 0, nil
+}
+
+// An Observation is one decision as metrics see it: the server, the
+// method ("" for tools/call), the effect, the rules that made it, how
+// long deciding and recording took, and whether recording failed.
+type Observation struct {
+	Server, Method string
+	Effect         policy.Effect
+	Rules          []string
+	Took           time.Duration
+	Err            error
 }
 
 // Undelivered records that a call [Session.Call] allowed, recorded at seq,

@@ -86,6 +86,9 @@ type Config struct {
 	// Observe, if set, is told of each HTTP request's outcome, for
 	// metrics: the server's name ("" when none matched) and the status.
 	Observe func(server string, status int)
+	// Ended, if set, is told of each session's end: err is the relay's
+	// (nil when the session ended cleanly) or the start's.
+	Ended func(server, session string, err error)
 }
 
 // Defaults.
@@ -454,6 +457,9 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 	if err != nil {
 		h.forget(s)
 		h.relays.Done()
+		if h.cfg.Ended != nil {
+			h.cfg.Ended(name, id, err)
+		}
 		return nil, err
 	}
 	go func() {
@@ -464,6 +470,12 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 		}
 		s.finish(err)
 		h.forget(s)
+		if err != nil {
+			h.log.Warn("serve: a session's relay ended with an error", "server", name, "session", id, "err", err)
+		}
+		if h.cfg.Ended != nil {
+			h.cfg.Ended(name, id, err)
+		}
 	}()
 	return s, nil
 }
