@@ -84,6 +84,9 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 	if addr == "" {
 		addr = cfg.Serve.Listen
 	}
+	if cfg.Serve.Auth.None != "" && !config.LoopbackListen(addr) {
+		return fmt.Errorf("%s: serve: auth: none: only on a loopback address, not %q: anyone who reaches it would act as %q", *cfgPath, addr, cfg.Serve.Auth.None)
+	}
 	if err := os.MkdirAll(state.Logs(), 0o700); err != nil {
 		return err
 	}

@@ -1046,14 +1046,27 @@ func (c *Config) ServerArgs(name string, argv []string, cwd string) []string {
 	return bases
 }
 
+// LoopbackListen reports whether listen address addr (host:port) is on
+// loopback only: localhost, or an address of 127.0.0.0/8 or ::1.
+func LoopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // serveOf reads the serve: section.
 func serveOf(fs *fileServe) (*Serve, error) {
 	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions}
 	if sv.Listen == "" {
 		sv.Listen = DefaultListen
 	}
-	host, _, err := net.SplitHostPort(sv.Listen)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(sv.Listen); err != nil {
 		return nil, strictyaml.ErrorAt(fs.Pos, "serve: listen %q: want host:port (127.0.0.1:8347)", fs.Listen)
 	}
 	if fs.IdleTimeout != "" {
@@ -1112,7 +1125,7 @@ func serveOf(fs *fileServe) (*Serve, error) {
 		if a.Issuer != "" || len(sv.Auth.APIKeys) > 0 {
 			return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: none: is for no authentication at all, not beside issuer or api_keys")
 		}
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !LoopbackListen(sv.Listen) {
 			return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: none: only on a loopback address, not %q: anyone who reaches it would act as %q", sv.Listen, a.None)
 		}
 	}
