@@ -71,8 +71,9 @@ func waiting(ctx context.Context, req *approval.Request, now func() time.Time, s
 		return
 	}
 	fn(req.ID, req.Expires.Sub(now()))
+	every := WaitingEvery // read here: the goroutine may start after the wait ends
 	go func() {
-		t := time.NewTicker(WaitingEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
