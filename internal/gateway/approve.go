@@ -216,9 +216,11 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 			return forwarded(c, v, out), nil
 		}
 	}
-	if c.Continues {
+	if c.Continues && !asksOfAnswers(s.srv, v) {
 		// The retry of a call a person approved, with the server's own
-		// state: the same logical call, not a new question.
+		// state: the same logical call, not a new question. The answers
+		// it brings are new (and may be the model's, a sampling result):
+		// an ask about them is a new question.
 		if id, ok := s.continued.of(c, argsHash); ok {
 			reason := fmt.Sprintf("the ask at seq %d continues the call approved in approval %s", seq, id)
 			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/dlp"
@@ -73,6 +74,21 @@ func (e *Engine) scanInput(s *Server, c *Call) (out []byte, found []dlp.Located,
 		return nil, nil, refusal(RuleUndecidable, "the answers to the server's requests for input (inputResponses): %v", err)
 	}
 	return e.scan(s, doc, c.InputResponses, "the answers to the server's requests for input (inputResponses)", inputPointer)
+}
+
+// asksOfAnswers reports whether v asks because of a finding in the
+// call's answers (inputResponses), which the person who approved the call
+// it continues never saw.
+func asksOfAnswers(s *Server, v *Verdict) bool {
+	if s.DLP == nil {
+		return false
+	}
+	for _, f := range v.Findings {
+		if strings.HasPrefix(f.Pointer, inputPointer) && s.DLP.Arguments.For(f.Kind) == dlp.ActionAsk {
+			return true
+		}
+	}
+	return false
 }
 
 // apply sets c's fields from in; a nil in sets none.
