@@ -76,15 +76,18 @@ func (e *Engine) scanInput(s *Server, c *Call) (out []byte, found []dlp.Located,
 	return e.scan(s, doc, c.InputResponses, "the answers to the server's requests for input (inputResponses)", inputPointer)
 }
 
-// asksOfAnswers reports whether v asks because of a finding in the
-// call's answers (inputResponses), which the person who approved the call
-// it continues never saw.
-func asksOfAnswers(s *Server, v *Verdict) bool {
+// secretAsks reports whether a DLP finding of v whose pointer begins with
+// prefix ("" for any, [inputPointer] for the answers only) has the
+// action ask. v.Ask says so only for a call the policy allowed: where the
+// policy asks too, the finding asks all the same, and what answers the
+// policy's question (a grant, an approved call continued) does not
+// answer it.
+func secretAsks(s *Server, v *Verdict, prefix string) bool {
 	if s.DLP == nil {
 		return false
 	}
 	for _, f := range v.Findings {
-		if strings.HasPrefix(f.Pointer, inputPointer) && s.DLP.Arguments.For(f.Kind) == dlp.ActionAsk {
+		if strings.HasPrefix(f.Pointer, prefix) && s.DLP.Arguments.For(f.Kind) == dlp.ActionAsk {
 			return true
 		}
 	}

@@ -73,3 +73,54 @@ func TestContinuationAsksOfItsAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantAsksOfSecrets: a grant for the rest of the session answers an
+// ask about the call's capabilities, never one about a secret in what the
+// call sends, also when the policy asked of the call as well (so that DLP
+// did not make the ask itself).
+func TestGrantAsksOfSecrets(t *testing.T) {
+	const shared = `{"path":"/home/a/projects/shared/x","content":"hi"}`
+	for _, tt := range []struct {
+		name      string
+		args      string
+		responses []byte
+		forward   bool // the grant answers it
+	}{
+		{"the same capabilities", `{"path":"/home/a/projects/shared/x","content":"other"}`, nil, true},
+		{"a secret in the arguments", `{"path":"/home/a/projects/shared/x","content":"` + fakeKey + `"}`, nil, false},
+		{"a secret in the answers", shared, []byte(`{"k":{"action":"accept","content":{"r":"` + fakeKey + `"}}}`), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, asked := approvalSession(t, filepath.Join(t.TempDir(), "approvals.db"), time.Minute)
+			s.srv.DLP = &DLP{Arguments: dlp.Actions{Default: dlp.ActionAsk}}
+			ctx := context.Background()
+			go func() {
+				r := <-asked
+				s.cfg.Approvals.Store.Answer(ctx, r.ID, approval.Answer{Approve: true, Scope: approval.ScopeSession, By: "bob", Channel: approval.ChannelCLI})
+			}()
+			if o, err := s.CallInput(ctx, "write_file", []byte(shared), nil); err != nil || !o.Forward {
+				t.Fatalf("the call: %+v %v, want approved for the session", o, err)
+			}
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				select {
+				case r := <-asked:
+					s.cfg.Approvals.Store.Answer(ctx, r.ID, approval.Answer{By: "bob", Channel: approval.ChannelCLI})
+				case <-done:
+				}
+			}()
+			var in *Input
+			if tt.responses != nil {
+				in = &Input{Responses: tt.responses}
+			}
+			c, err := s.CallInput(ctx, "write_file", []byte(tt.args), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Forward != tt.forward {
+				t.Errorf("forward %v (%q), want %v", c.Forward, c.Reason, tt.forward)
+			}
+		})
+	}
+}
