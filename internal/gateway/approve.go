@@ -71,8 +71,9 @@ func waiting(ctx context.Context, req *approval.Request, now func() time.Time, s
 		return
 	}
 	fn(req.ID, req.Expires.Sub(now()))
+	every := WaitingEvery // read here: the goroutine may start after the wait ends
 	go func() {
-		t := time.NewTicker(WaitingEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
@@ -205,8 +206,9 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 	argsSum, policySum := sha256.Sum256(fwd), s.eng.Policy().Hash()
 	argsHash, policyHash := hex.EncodeToString(argsSum[:]), hex.EncodeToString(policySum[:])
 	// An ask a check made (a secret in the arguments) is about these
-	// arguments: a grant for capabilities does not answer it.
-	if v.Ask == nil {
+	// arguments: a grant for capabilities does not answer it, also when
+	// the policy asked as well.
+	if v.Ask == nil && !secretAsks(s.srv, v, "") {
 		if gr, ok := s.grants.covering(c.Method, c.Tool, keys, argsHash); ok {
 			reason := fmt.Sprintf("the ask at seq %d is answered by approval %s, given by %s for the rest of the session", seq, gr.id, gr.by)
 			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {
@@ -215,9 +217,11 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 			return forwarded(c, v, out), nil
 		}
 	}
-	if c.Continues {
+	if c.Continues && !secretAsks(s.srv, v, inputPointer) {
 		// The retry of a call a person approved, with the server's own
-		// state: the same logical call, not a new question.
+		// state: the same logical call, not a new question. The answers
+		// it brings are new (and may be the model's, a sampling result):
+		// an ask about them is a new question.
 		if id, ok := s.continued.of(c, argsHash); ok {
 			reason := fmt.Sprintf("the ask at seq %d continues the call approved in approval %s", seq, id)
 			if err := s.rec.approval(ctx, c, v, policy.Allow, reason); err != nil {

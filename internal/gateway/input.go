@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/dlp"
@@ -73,6 +74,24 @@ func (e *Engine) scanInput(s *Server, c *Call) (out []byte, found []dlp.Located,
 		return nil, nil, refusal(RuleUndecidable, "the answers to the server's requests for input (inputResponses): %v", err)
 	}
 	return e.scan(s, doc, c.InputResponses, "the answers to the server's requests for input (inputResponses)", inputPointer)
+}
+
+// secretAsks reports whether a DLP finding of v whose pointer begins with
+// prefix ("" for any, [inputPointer] for the answers only) has the
+// action ask. v.Ask says so only for a call the policy allowed: where the
+// policy asks too, the finding asks all the same, and what answers the
+// policy's question (a grant, an approved call continued) does not
+// answer it.
+func secretAsks(s *Server, v *Verdict, prefix string) bool {
+	if s.DLP == nil {
+		return false
+	}
+	for _, f := range v.Findings {
+		if strings.HasPrefix(f.Pointer, prefix) && s.DLP.Arguments.For(f.Kind) == dlp.ActionAsk {
+			return true
+		}
+	}
+	return false
 }
 
 // apply sets c's fields from in; a nil in sets none.
