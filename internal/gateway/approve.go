@@ -15,6 +15,7 @@ import (
 	"unicode"
 
 	"github.com/aegis-mcp/aegis/internal/approval"
+	"github.com/aegis-mcp/aegis/internal/args"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/record"
@@ -203,6 +204,11 @@ func (s *Session) approve(ctx context.Context, c *Call, v *Verdict, seq uint64, 
 	if fwd == nil {
 		fwd = []byte("{}")
 	}
+	if c.Resource {
+		// A resource request's arguments are its params, whose _meta (a
+		// progress token) a retry of the same request may change.
+		fwd = withoutMember(fwd, "_meta")
+	}
 	argsSum, policySum := sha256.Sum256(fwd), s.eng.Policy().Hash()
 	argsHash, policyHash := hex.EncodeToString(argsSum[:]), hex.EncodeToString(policySum[:])
 	// An ask a check made (a secret in the arguments) is about these
@@ -377,4 +383,30 @@ func target(c *Call) string {
 		return c.Server + " " + c.Method
 	}
 	return c.Server + " " + c.Method + " " + c.Tool
+}
+
+// withoutMember is the JSON object obj without its member key; obj as it
+// is when it has none, or is not a strict object.
+func withoutMember(obj []byte, key string) []byte {
+	if first, err := args.Validate(obj, maxParamsDepth); err != nil || first != '{' {
+		return obj
+	}
+	var buf [8]args.Member
+	ms := args.Members(buf[:0], obj, 0)
+	if !slices.ContainsFunc(ms, func(m args.Member) bool { return string(m.Key) == key }) {
+		return obj
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	for _, m := range ms {
+		if string(m.Key) == key {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		k, _ := json.Marshal(string(m.Key))
+		out = append(append(append(out, k...), ':'), obj[m.Start:m.End]...)
+	}
+	return append(out, '}')
 }

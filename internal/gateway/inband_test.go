@@ -9,6 +9,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/policy"
 )
 
 // TestInBandQuestions: a call from a client that answers in the call's
@@ -159,5 +160,48 @@ func TestInBandNotForRetries(t *testing.T) {
 	d, err := s.CallInput(ctx, "write_file", []byte(`{"path":"/home/a/projects/shared/y","content":"hi"}`), &Input{InBand: true, Continues: true})
 	if err != nil || d.Forward || d.Question != nil || !strings.Contains(d.Reason, "declined") {
 		t.Fatalf("an unapproved continuation: %+v %v", d, err)
+	}
+}
+
+// TestInBandResourceRetry: the retry of a resources/read asked in its
+// round trips may carry another _meta (a new progress token): it is the
+// same request, and the answer counts for it; another uri does not.
+func TestInBandResourceRetry(t *testing.T) {
+	src := []byte("version: 1\nrules:\n  - {id: ask-notes, effect: ask, server: v, method: resources/read}\n")
+	p, err := policy.Parse("r.yaml", src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "v"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := approval.Open(filepath.Join(t.TempDir(), "approvals.db"), &approval.Options{Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := e.NewSession(&SessionConfig{Server: "v", ID: "sess", Principal: "alice", Origin: capability.Interactive, Log: &syncLog{},
+		Approvals: &Approvals{Store: st, Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		retry   string
+		forward bool
+	}{
+		{`{"uri":"note://a","_meta":{"progressToken":2}}`, true},
+		{`{"uri":"note://b","_meta":{"progressToken":1}}`, false},
+	} {
+		o, err := s.RequestInput(ctx, "resources/read", []byte(`{"uri":"note://a","_meta":{"progressToken":1}}`), &Input{InBand: true})
+		if err != nil || o.Question == nil {
+			t.Fatalf("first: %+v %v", o, err)
+		}
+		r, err := s.RequestInput(ctx, "resources/read", []byte(tt.retry), &Input{InBand: true,
+			Answer: &Answer{State: o.Question.State, Answered: true, Approve: true, Scope: approval.ScopeCall}})
+		if err != nil || r.Forward != tt.forward || (r.Question != nil) == tt.forward {
+			t.Errorf("retry %s: forward %v question %v, want forward %v", tt.retry, r.Forward, r.Question != nil, tt.forward)
+		}
 	}
 }
