@@ -4,16 +4,21 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // wellKnown is RFC 9728's well-known path.
 const wellKnown = "/.well-known/oauth-protected-resource"
 
 // metadataURL is where RFC 9728 §3.1 puts a resource's metadata: the
-// well-known path between the host and the resource's path.
+// well-known path between the host and the resource's path. A path of
+// "/" is no path; any other is kept as it is, trailing slash and all,
+// since clients derive this URL from the resource's themselves.
 func metadataURL(u *url.URL) string {
-	return u.Scheme + "://" + u.Host + wellKnown + strings.TrimSuffix(u.EscapedPath(), "/")
+	p := u.EscapedPath()
+	if p == "/" {
+		p = ""
+	}
+	return u.Scheme + "://" + u.Host + wellKnown + p
 }
 
 // MetadataURL is the URL of this resource's metadata, which challenges
