@@ -119,6 +119,13 @@ type issuer struct {
 	mu      sync.Mutex
 	keys    []jose.JSONWebKey
 	fetches atomic.Int32 // JWKS requests served
+
+	// Knobs for the JWKS endpoint: fail answers 500, raw replaces the
+	// set with these bytes, and hold, when set, is waited on before
+	// answering.
+	fail atomic.Bool
+	raw  atomic.Pointer[[]byte]
+	hold atomic.Pointer[chan struct{}]
 }
 
 func newIssuer(t testing.TB, published ...signingKey) *issuer {
@@ -139,6 +146,21 @@ func newIssuer(t testing.TB, published ...signingKey) *issuer {
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.fetches.Add(1)
+		if h := is.hold.Load(); h != nil {
+			select {
+			case <-*h:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if is.fail.Load() {
+			http.Error(w, "down for maintenance", http.StatusInternalServerError)
+			return
+		}
+		if raw := is.raw.Load(); raw != nil {
+			w.Write(*raw)
+			return
+		}
 		is.mu.Lock()
 		set := jose.JSONWebKeySet{Keys: is.keys}
 		is.mu.Unlock()
