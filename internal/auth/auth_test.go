@@ -127,6 +127,8 @@ func TestAuthenticate(t *testing.T) {
 		{name: "two headers, second a key", auth: []string{"Bearer " + good, "Bearer " + ciKey}, reason: MultipleHeaders},
 		{name: "token in query", query: "access_token=" + good, reason: TokenInQuery},
 		{name: "token in query and header", auth: bearer(good), query: "access_token=" + good, reason: TokenInQuery},
+		{name: "token in query, key percent-encoded", query: "access%5Ftoken=" + good, reason: TokenInQuery},
+		{name: "token in query after a semicolon", auth: bearer(good), query: "a=b;access_token=" + good, reason: TokenInQuery},
 		{name: "empty access_token in query", auth: bearer(good), query: "access_token=", reason: TokenInQuery},
 		{name: "empty bearer", auth: []string{"Bearer"}, reason: MalformedHeader},
 		{name: "empty bearer with space", auth: []string{"Bearer "}, reason: MalformedHeader},

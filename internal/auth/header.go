@@ -12,11 +12,8 @@ import (
 // ignored, so that a client leaking tokens into URLs and logs hears
 // about it; so is one in a form body, which aegis never reads.
 func credential(r *http.Request) (string, error) {
-	if r.URL != nil && strings.Contains(r.URL.RawQuery, "access_token") {
-		q, _ := url.ParseQuery(r.URL.RawQuery) // a partial parse still has the keys it found
-		if q.Has("access_token") {
-			return "", fail(TokenInQuery, "the MCP authorization spec forbids tokens in URLs; send an Authorization header")
-		}
+	if r.URL != nil && hasQueryToken(r.URL.RawQuery) {
+		return "", fail(TokenInQuery, "the MCP authorization spec forbids tokens in URLs; send an Authorization header")
 	}
 	vals := r.Header.Values("Authorization")
 	switch len(vals) {
@@ -43,6 +40,22 @@ func credential(r *http.Request) (string, error) {
 		return "", fail(MalformedHeader, "the bearer token has characters outside RFC 6750's b64token")
 	}
 	return cred, nil
+}
+
+// hasQueryToken says whether a query has an access_token key, however it
+// is spelled: percent-encoded, or after a ';', which url.ParseQuery drops
+// but a proxy in front of aegis may not.
+func hasQueryToken(raw string) bool {
+	for _, pair := range strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' }) {
+		k, _, _ := strings.Cut(pair, "=")
+		if k == "access_token" {
+			return true
+		}
+		if u, err := url.QueryUnescape(k); err == nil && u == "access_token" {
+			return true
+		}
+	}
+	return false
 }
 
 // isToken: RFC 9110's token, 1*tchar.
