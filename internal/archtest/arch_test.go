@@ -74,6 +74,7 @@ var levels = map[string]int{
 	"internal/chain":       1,
 	"internal/approval":    1, // the questions put to a person, in a store processes share
 	"internal/sandbox":     1, // namespaces and Landlock around a server's process: syscalls, no policy
+	"internal/auth":        1, // who calls aegis serve: OAuth JWTs and API keys, no policy
 	// 2: the pipeline.
 	"internal/gateway": 2,
 	// 3: what builds it from a configuration and what relays through it.
