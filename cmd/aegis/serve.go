@@ -76,7 +76,7 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	who, err := authenticator(cfg.Serve)
+	who, err := authenticator(context.Background(), cfg.Serve)
 	if err != nil {
 		return err
 	}
@@ -120,6 +120,12 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp/", who.wrap(h))
+	if who.metadata != nil {
+		// RFC 9728: where a client learns which authorization server
+		// issues aegis's tokens.
+		mux.Handle("GET /.well-known/oauth-protected-resource", who.metadata)
+		mux.Handle("GET /.well-known/oauth-protected-resource/", who.metadata)
+	}
 	// The metrics name servers and rules: whoever may call may read them.
 	mux.Handle("GET /metrics", who.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := who.identity(r); !ok {

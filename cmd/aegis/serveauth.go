@@ -1,31 +1,57 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"net/http"
+	"time"
 
+	"github.com/aegis-mcp/aegis/internal/auth"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/serve"
 )
 
 // authn is how aegis serve tells who calls: wrap authenticates each
-// request in front of the handler, and identity reads what it found.
+// request in front of the handler, identity reads what it found, and
+// metadata serves the RFC 9728 document (nil when there is none).
 type authn struct {
 	wrap     func(http.Handler) http.Handler
 	identity func(*http.Request) (serve.Identity, bool)
+	metadata http.Handler
 }
 
 // authenticator is the serve: section's auth:.
-func authenticator(sv *config.Serve) (*authn, error) {
+func authenticator(ctx context.Context, sv *config.Serve) (*authn, error) {
 	a := sv.Auth
 	if a.None != "" {
-		// On a loopback address only (the configuration checks it):
-		// anyone who reaches it acts as this principal.
+		// On a loopback address only (checked before): anyone who
+		// reaches it acts as this principal.
 		id := serve.Identity{Principal: a.None}
 		return &authn{
 			wrap:     func(h http.Handler) http.Handler { return h },
 			identity: func(*http.Request) (serve.Identity, bool) { return id, true },
 		}, nil
 	}
-	return nil, errors.New("serve: auth: bearer tokens and API keys are not wired yet")
+	c := &auth.Config{
+		Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL, Algorithms: a.Algorithms,
+		PrincipalClaim: a.PrincipalClaim, RolesClaim: a.RolesClaim,
+		Resource: sv.PublicURL,
+	}
+	for _, k := range a.APIKeys {
+		c.APIKeys = append(c.APIKeys, auth.APIKey{Name: k.Name, Hash: k.SHA256, Roles: k.Roles})
+	}
+	au, err := auth.New(ctx, c, &http.Client{Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	return &authn{
+		wrap: au.Middleware,
+		identity: func(r *http.Request) (serve.Identity, bool) {
+			id, ok := auth.FromContext(r.Context())
+			if !ok {
+				return serve.Identity{}, false
+			}
+			return serve.Identity{Principal: id.Principal, Roles: id.Roles}, true
+		},
+		metadata: au.MetadataHandler(),
+	}, nil
 }
