@@ -25,6 +25,7 @@ const usage = `usage:
   aegis demo                                a real session through aegis run, then verify and recheck
   aegis run [--config FILE] [--server NAME] -- CMD ARG...  wrap a stdio MCP server
   aegis serve [--config FILE] [--listen ADDR] serve the configured servers over MCP Streamable HTTP
+  aegis api-key                             a new API key for aegis serve, and the hash its configuration takes
   aegis eval --config FILE < events.jsonl   decide JSON Lines events (calls and results)
   aegis explain --config FILE [EVENT]       explain the decision for one call event (JSON; stdin if absent)
   aegis policy test FILE...                 run policy test tables
@@ -76,6 +77,8 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdRun(rest, stdin, stdout, stderr)
 	case "serve":
 		err = cmdServe(rest, stdout, stderr)
+	case "api-key":
+		err = cmdAPIKey(rest, stdout, stderr)
 	case "explain":
 		err = cmdExplain(rest, stdin, stdout, stderr)
 	case "policy":

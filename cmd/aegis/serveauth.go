@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -54,4 +56,16 @@ func authenticator(ctx context.Context, sv *config.Serve) (*authn, error) {
 		},
 		metadata: au.MetadataHandler(),
 	}, nil
+}
+
+// cmdAPIKey prints a new API key for a service account and the SHA-256
+// that serve.auth.api_keys takes: the key goes to the account, only the
+// hash into the configuration.
+func cmdAPIKey(argv []string, stdout, stderr io.Writer) error {
+	if len(argv) != 0 {
+		return usageError(stderr, "usage: aegis api-key")
+	}
+	key, hash := auth.NewAPIKey()
+	fmt.Fprintf(stdout, "key:    %s\nsha256: %s\n", key, hash)
+	return nil
 }

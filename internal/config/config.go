@@ -1100,8 +1100,11 @@ func serveOf(fs *fileServe) (*Serve, error) {
 	}
 	sv.Auth = Auth{Issuer: a.Issuer, Audience: a.Audience, JWKSURL: a.JWKSURL, Algorithms: a.Algorithms,
 		PrincipalClaim: a.PrincipalClaim, RolesClaim: a.RolesClaim, None: a.None}
-	if (a.Issuer == "") != (a.Audience == "") {
-		return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: issuer and audience go together: a token is checked for both")
+	if a.Issuer != "" && a.Audience == "" && sv.PublicURL == "" {
+		return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: issuer without audience: say which audience aegis's tokens name (audience, or public_url, which it defaults to)")
+	}
+	if a.Audience != "" && a.Issuer == "" {
+		return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: audience without issuer")
 	}
 	if a.JWKSURL != "" && a.Issuer == "" {
 		return nil, strictyaml.ErrorAt(a.Pos, "serve: auth: jwks_url without issuer")
