@@ -80,6 +80,8 @@ type Config struct {
 	MaxSessions int
 	// MaxMessageBytes caps one POSTed message (the relay's cap too).
 	MaxMessageBytes int64
+	// BodyTimeout bounds the reading of one POSTed message.
+	BodyTimeout time.Duration
 	// MaxDepth is the relay's nesting cap, which messages are read with.
 	MaxDepth int
 	Logger   *slog.Logger
@@ -99,6 +101,8 @@ const (
 	// maxBacklog bounds the messages that wait for a stream to the
 	// client; past it the oldest is dropped, and said.
 	maxBacklog = 1024
+	// DefaultBodyTimeout bounds the reading of one POSTed message.
+	DefaultBodyTimeout = 30 * time.Second
 	// keepAlive is how often an idle stream gets an SSE comment, so that
 	// a proxy on the way does not close it.
 	keepAlive = 25 * time.Second
@@ -131,6 +135,9 @@ func New(c *Config) *Handler {
 	}
 	if h.cfg.MaxMessageBytes <= 0 {
 		h.cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if h.cfg.BodyTimeout <= 0 {
+		h.cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	if h.cfg.MaxDepth <= 0 {
 		h.cfg.MaxDepth = 256
@@ -335,8 +342,14 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, name string, srv 
 		h.fail(w, name, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", ct)
 		return
 	}
+	// A client that sends its body slowly holds a connection and a
+	// goroutine: it has BodyTimeout to finish.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxMessageBytes))
 	if err != nil {
+		// The deadline stays: the server would otherwise wait for the
+		// rest of the body before it answers.
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			h.fail(w, name, http.StatusRequestEntityTooLarge, "message larger than %d bytes", mbe.Limit)
@@ -345,6 +358,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, name string, srv 
 		h.fail(w, name, http.StatusBadRequest, "reading the body: %v", err)
 		return
 	}
+	rc.SetReadDeadline(time.Time{})
 	line, err := oneLine(body)
 	if err != nil {
 		h.failRPC(w, name, http.StatusBadRequest, nil, codeParse, "%v", err)

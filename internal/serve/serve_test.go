@@ -1,11 +1,13 @@
 package serve
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -350,4 +352,28 @@ func TestManyConcurrentCalls(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestSlowBody: a client that stops sending its body loses the request
+// once the body timeout passes, rather than holding it open.
+func TestSlowBody(t *testing.T) {
+	ts, _, started := testServe(t, &Config{BodyTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /mcp/demo HTTP/1.1\r\nHost: x\r\nX-Test-Principal: alice\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"jsonrpc\":")
+	conn.SetReadDeadline(time.Now().Add(20 * time.Second)) // liveness only: without the body timeout nothing ever comes
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("status %d, want 400", resp.StatusCode)
+	}
+	if started.Load() != 0 {
+		t.Errorf("a server was started")
+	}
 }
