@@ -9,18 +9,42 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite", pure Go
+	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx", for PostgreSQL
+	_ "modernc.org/sqlite"             // the database/sql driver "sqlite", pure Go
 )
 
-// A Store keeps approvals in a SQLite database that several processes
-// share: `aegis run` puts and awaits, `aegis approvals` and the console
-// list and answer. Its methods are safe for concurrent use.
+// A Store keeps approvals in a database that several processes share:
+// `aegis run` and `aegis serve` put and await, `aegis approvals` and the
+// console list and answer. The database is a SQLite file on one machine,
+// or PostgreSQL, which the replicas of `aegis serve` share: a question put
+// on one is answered on any and honoured where its call waits. Its
+// methods are safe for concurrent use.
 type Store struct {
-	db   *sql.DB
-	now  func() time.Time
-	poll time.Duration
+	db       *sql.DB
+	postgres bool
+	now      func() time.Time
+	poll     time.Duration
+}
+
+// q is query, written with ? placeholders, in the store's dialect.
+func (s *Store) q(query string) string {
+	if !s.postgres {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range query {
+		if c == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // Options configure [Open]. The zero value works.
@@ -35,8 +59,8 @@ type Options struct {
 const schema = `
 CREATE TABLE IF NOT EXISTS approvals (
 	id          TEXT PRIMARY KEY,
-	created     INTEGER NOT NULL,
-	expires     INTEGER NOT NULL,
+	created     BIGINT NOT NULL,
+	expires     BIGINT NOT NULL,
 	session     TEXT NOT NULL,
 	principal   TEXT NOT NULL,
 	server      TEXT NOT NULL,
@@ -75,19 +99,74 @@ func Open(path string, o *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
 	}
-	s := &Store{db: db, now: time.Now, poll: 100 * time.Millisecond}
+	s := newStore(db, false, o)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("approvals: %s: %w", path, err)
+	}
+	s.tidy()
+	return s, nil
+}
+
+// IsURL reports whether where names a PostgreSQL database (a
+// postgres:// or postgresql:// URL) rather than a file.
+func IsURL(where string) bool {
+	return strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://")
+}
+
+// OpenPostgres opens the store in the PostgreSQL database at url (a
+// postgres:// URL; a password is better in PGPASSWORD or ~/.pgpass than
+// in it), creating its table if need be.
+func OpenPostgres(ctx context.Context, url string, o *Options) (*Store, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: %w", err)
+	}
+	s := newStore(db, true, o)
+	if err := s.createPostgres(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("approvals: PostgreSQL: %w", err)
+	}
+	s.tidy()
+	return s, nil
+}
+
+// createPostgres creates the table, once among replicas that start at
+// the same moment (CREATE TABLE IF NOT EXISTS races with itself).
+func (s *Store) createPostgres(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(7340021)`); err != nil {
+		return err
+	}
+	for _, stmt := range strings.Split(schema, ";") {
+		if strings.TrimSpace(stmt) == "" {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func newStore(db *sql.DB, postgres bool, o *Options) *Store {
+	s := &Store{db: db, postgres: postgres, now: time.Now, poll: 100 * time.Millisecond}
 	if o != nil && o.Now != nil {
 		s.now = o.Now
 	}
 	if o != nil && o.Poll > 0 {
 		s.poll = o.Poll
 	}
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("approvals: %s: %w", path, err)
-	}
-	db.Exec(`DELETE FROM approvals WHERE state != ? AND created < ?`, Pending, s.now().Add(-keep).UnixNano())
-	return s, nil
+	return s
+}
+
+// tidy deletes the approvals answered or expired long ago.
+func (s *Store) tidy() {
+	s.db.Exec(s.q(`DELETE FROM approvals WHERE state != ? AND created < ?`), Pending, s.now().Add(-keep).UnixNano())
 }
 
 // Close closes the store.
@@ -103,9 +182,9 @@ func (s *Store) Put(ctx context.Context, r *Request) error {
 	if err != nil {
 		return fmt.Errorf("approvals: put: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, `INSERT INTO approvals
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO approvals
 		(id, created, expires, session, principal, server, method, tool, args_hash, policy_hash, request, state)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		r.ID, r.Created.UnixNano(), r.Expires.UnixNano(), r.Session, r.Principal, r.Server, r.Method, r.Tool,
 		r.ArgsHash, r.PolicyHash, string(b), Pending)
 	if err != nil {
@@ -137,8 +216,8 @@ func (s *Store) Answer(ctx context.Context, id string, a Answer) (*Approval, err
 	if a.Approve {
 		state = Approved
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE approvals SET state = ?, answer = ?
-		WHERE id = ? AND state = ? AND expires > ?`, state, string(b), ap.ID, Pending, a.At.UnixNano())
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE approvals SET state = ?, answer = ?
+		WHERE id = ? AND state = ? AND expires > ?`), state, string(b), ap.ID, Pending, a.At.UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("approvals: answer: %w", err)
 	}
@@ -167,8 +246,8 @@ func (s *Store) Get(ctx context.Context, id string) (*Approval, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT request, state, answer, expires FROM approvals
-		WHERE id >= ? AND id < ? ORDER BY id LIMIT 2`, id, id+"g")
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT request, state, answer, expires FROM approvals
+		WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 2`), len(id), id)
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
 	}
@@ -193,7 +272,7 @@ func (s *Store) List(ctx context.Context, all bool) ([]*Approval, error) {
 	if all {
 		q, args = `SELECT request, state, answer, expires FROM approvals ORDER BY created`, nil
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.db.QueryContext(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, fmt.Errorf("approvals: %w", err)
 	}
@@ -273,7 +352,7 @@ func (s *Store) Await(ctx context.Context, id, argsHash, policyHash string) (Ans
 // pending one, and one approved as the call gave up (the approval lost
 // the race and was never taken, so it does not stay "approved").
 func (s *Store) expire(id string) error {
-	_, err := s.db.Exec(`UPDATE approvals SET state = ? WHERE id = ? AND state IN (?, ?)`, Expired, id, Pending, Approved)
+	_, err := s.db.Exec(s.q(`UPDATE approvals SET state = ? WHERE id = ? AND state IN (?, ?)`), Expired, id, Pending, Approved)
 	if err != nil {
 		return fmt.Errorf("approvals: %w", err)
 	}
@@ -282,8 +361,8 @@ func (s *Store) expire(id string) error {
 
 // take uses an approved approval, once.
 func (s *Store) take(ctx context.Context, ap *Approval, argsHash, policyHash string) (Answer, error) {
-	res, err := s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE approvals SET state = ?
-		WHERE id = ? AND state = ? AND args_hash = ? AND policy_hash = ?`, Used, ap.ID, Approved, argsHash, policyHash)
+	res, err := s.db.ExecContext(context.WithoutCancel(ctx), s.q(`UPDATE approvals SET state = ?
+		WHERE id = ? AND state = ? AND args_hash = ? AND policy_hash = ?`), Used, ap.ID, Approved, argsHash, policyHash)
 	if err != nil {
 		return Answer{}, fmt.Errorf("approvals: %w", err)
 	}

@@ -3,7 +3,6 @@ package approval
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,9 +20,15 @@ func newClock() *clock {
 	return c
 }
 func (c *clock) opts() *Options { return &Options{Now: c.now, Poll: time.Millisecond} }
-func openAt(t *testing.T, path string, c *clock) *Store {
+func openAt(t *testing.T, where string, c *clock) *Store {
 	t.Helper()
-	s, err := Open(path, c.opts())
+	var s *Store
+	var err error
+	if IsURL(where) {
+		s, err = OpenPostgres(context.Background(), where, c.opts())
+	} else {
+		s, err = Open(where, c.opts())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +48,12 @@ func request(c *clock, id string) *Request {
 
 // TestAnswer: a pending approval is answered once; what cannot be
 // answered says why.
-func TestAnswer(t *testing.T) {
+func TestAnswer(t *testing.T) { eachStore(t, testAnswer) }
+
+func testAnswer(t *testing.T, where func(*testing.T) string) {
 	ctx := context.Background()
 	c := newClock()
-	s := openAt(t, filepath.Join(t.TempDir(), "approvals.db"), c)
+	s := openAt(t, where(t), c)
 	for _, id := range []string{"0123456789abcdef", "0123456789abcdee", "fedcba9876543210"} {
 		if err := s.Put(ctx, request(c, id)); err != nil {
 			t.Fatal(err)
@@ -107,10 +114,12 @@ func TestAnswer(t *testing.T) {
 // TestAwait: the held call sees the answer; an approval is taken once,
 // by the arguments and policy it was made for; a call that goes expires
 // its approval, so a late answer is refused.
-func TestAwait(t *testing.T) {
+func TestAwait(t *testing.T) { eachStore(t, testAwait) }
+
+func testAwait(t *testing.T, where func(*testing.T) string) {
 	ctx := context.Background()
 	c := newClock()
-	path := filepath.Join(t.TempDir(), "approvals.db")
+	path := where(t)
 	s := openAt(t, path, c)
 	other := openAt(t, path, c) // another process: the CLI
 	for _, tt := range []struct {
@@ -164,9 +173,11 @@ func TestAwait(t *testing.T) {
 }
 
 // TestAwaitExpires: nobody answers, and the approval expires.
-func TestAwaitExpires(t *testing.T) {
+func TestAwaitExpires(t *testing.T) { eachStore(t, testAwaitExpires) }
+
+func testAwaitExpires(t *testing.T, where func(*testing.T) string) {
 	c := newClock()
-	s := openAt(t, filepath.Join(t.TempDir(), "approvals.db"), c)
+	s := openAt(t, where(t), c)
 	id := NewID()
 	if err := s.Put(context.Background(), request(c, id)); err != nil {
 		t.Fatal(err)
@@ -178,10 +189,12 @@ func TestAwaitExpires(t *testing.T) {
 }
 
 // TestAnswerRace: many answers race for one approval; one wins.
-func TestAnswerRace(t *testing.T) {
+func TestAnswerRace(t *testing.T) { eachStore(t, testAnswerRace) }
+
+func testAnswerRace(t *testing.T, where func(*testing.T) string) {
 	ctx := context.Background()
 	c := newClock()
-	path := filepath.Join(t.TempDir(), "approvals.db")
+	path := where(t)
 	s := openAt(t, path, c)
 	id := NewID()
 	if err := s.Put(ctx, request(c, id)); err != nil {
@@ -212,10 +225,12 @@ func TestAnswerRace(t *testing.T) {
 
 // TestLateApprovalExpires: an approval that lands as its call gives up
 // is not left "approved": the call expires it on its way out.
-func TestLateApprovalExpires(t *testing.T) {
+func TestLateApprovalExpires(t *testing.T) { eachStore(t, testLateApprovalExpires) }
+
+func testLateApprovalExpires(t *testing.T, where func(*testing.T) string) {
 	ctx := context.Background()
 	c := newClock()
-	s := openAt(t, filepath.Join(t.TempDir(), "approvals.db"), c)
+	s := openAt(t, where(t), c)
 	id := NewID()
 	if err := s.Put(ctx, request(c, id)); err != nil {
 		t.Fatal(err)
