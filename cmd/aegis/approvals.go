@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/user"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ func cmdApprovals(argv []string, stdout, stderr io.Writer) error {
 	all := fs.Bool("all", false, "list: also the approvals answered or expired in the last 7 days")
 	scope := fs.String("scope", "call", "approve: `call` (this call) or session (the same capabilities for the rest of the session)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	cfgPath := fs.String("config", "", "the configuration `file` that says where the approvals are (its state: postgres); default: as aegis run, if it exists")
 	if err := fs.Parse(argv); err != nil {
 		return exitError{2}
 	}
@@ -54,7 +56,11 @@ func cmdApprovals(argv []string, stdout, stderr io.Writer) error {
 			return usageError(stderr, "approvals approve: %v", err)
 		}
 	}
-	st, err := approval.Open(state.Approvals(), nil)
+	cfg, err := optionalConfig(*cfgPath, state)
+	if err != nil {
+		return err
+	}
+	st, err := openApprovals(cfg, state)
 	if err != nil {
 		return err
 	}
@@ -154,4 +160,28 @@ func laneSuffix(lane string) string {
 		return ""
 	}
 	return "@" + lane
+}
+
+// openApprovals opens the approvals of cfg: in its state: postgres
+// database when it names one (shared by replicas), else in the state
+// directory's file. cfg may be nil.
+func openApprovals(cfg *config.Config, state config.State) (*approval.Store, error) {
+	if cfg != nil && cfg.StatePostgres != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return approval.OpenPostgres(ctx, cfg.StatePostgres, nil)
+	}
+	return approval.Open(state.Approvals(), nil)
+}
+
+// optionalConfig loads the configuration at path, or the default one if
+// path is "" and it exists; nil, nil when there is none to load.
+func optionalConfig(path string, state config.State) (*config.Config, error) {
+	if path == "" {
+		path = config.DefaultConfig(state)
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil
+		}
+	}
+	return config.Load(path)
 }

@@ -18,7 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/console"
 )
@@ -43,7 +42,13 @@ func cmdConsole(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := approval.Open(state.Approvals(), nil)
+	// The configuration says where the approvals are (a shared
+	// PostgreSQL).
+	cfg, err := optionalConfig(*cfgPath, state)
+	if err != nil {
+		return err
+	}
+	st, err := openApprovals(cfg, state)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
@@ -140,7 +139,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	// A call the policy asks about waits for a person, who answers with
 	// `aegis approvals` from another terminal (R21).
-	approvals, err := approval.Open(state.Approvals(), nil)
+	approvals, err := openApprovals(cfg, state)
 	if err != nil {
 		return err
 	}

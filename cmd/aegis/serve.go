@@ -91,7 +91,7 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	approvals, err := approval.Open(state.Approvals(), nil)
+	approvals, err := openApprovals(cfg, state)
 	if err != nil {
 		return err
 	}

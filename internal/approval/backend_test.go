@@ -2,13 +2,10 @@ package approval
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/aegis-mcp/aegis/internal/pgtest"
 )
 
 // eachStore runs test against each backend: a SQLite file, and the
@@ -20,63 +17,21 @@ func eachStore(t *testing.T, test func(t *testing.T, where func(*testing.T) stri
 		test(t, func(t *testing.T) string { return filepath.Join(t.TempDir(), "approvals.db") })
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := postgresURL(t)
+		url := pgtest.URL(t)
 		var where string
 		test(t, func(t *testing.T) string {
 			if where == "" {
-				where = freshSchema(t, url)
+				where = pgtest.Schema(t, url)
 			}
 			return where
 		})
 	})
 }
 
-// postgresURL is AEGIS_TEST_POSTGRES, or skips the test (fails it in CI).
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("AEGIS_TEST_POSTGRES")
-	if url == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("AEGIS_TEST_POSTGRES is not set: .ci/run starts PostgreSQL with .ci/postgres")
-		}
-		t.Skip("AEGIS_TEST_POSTGRES is not set (export AEGIS_TEST_POSTGRES=$(.ci/postgres) to run these)")
-	}
-	return url
-}
-
-// freshSchema makes a schema of its own for one test in the database at
-// url, dropped after it, and returns url with it as the search path.
-func freshSchema(t *testing.T, url string) string {
-	t.Helper()
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", url)
-		if err == nil {
-			db.Exec("DROP SCHEMA " + schema + " CASCADE")
-			db.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	return url + sep + "search_path=" + schema
-}
-
 // TestPostgresReplicasStart: replicas that open the store at the same
 // moment create its table once, and all work.
 func TestPostgresReplicasStart(t *testing.T) {
-	where := freshSchema(t, postgresURL(t))
+	where := pgtest.Schema(t, pgtest.URL(t))
 	c := newClock()
 	errs := make(chan error, 8)
 	for range 8 {

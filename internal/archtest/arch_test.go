@@ -59,6 +59,7 @@ var levels = map[string]int{
 	"internal/jcsref":     0, // a test-only reference: RFC 8785 written the obvious way
 	"internal/difftest":   0, // test-only: the differential harness of the speed twins
 	"internal/dnstest":    0, // test-only: a DNS server on loopback whose answers change
+	"internal/pgtest":     0, // test-only: a PostgreSQL schema of a test's own
 	// 1: one step of the pipeline each, or one store.
 	"internal/binding":     1,
 	"internal/policy":      1,

@@ -81,7 +81,18 @@ type fileDoc struct {
 	Principals map[string]map[string]string `yaml:"principals"`
 	// Serve configures `aegis serve`: where it listens and who may call.
 	Serve *fileServe `yaml:"serve"`
+	// State names state shared beyond this machine's state directory.
+	State *fileState `yaml:"state"`
 }
+
+type fileState struct {
+	Pos strictyaml.Pos `yaml:"-"`
+	// Postgres is the URL of the PostgreSQL database the approvals live
+	// in, shared by every aegis that names it (replicas of aegis serve).
+	Postgres string `yaml:"postgres"`
+}
+
+func (*fileState) YAMLName() string { return "state" }
 
 type fileServe struct {
 	Pos    strictyaml.Pos `yaml:"-"`
@@ -355,6 +366,9 @@ type Config struct {
 	PolicyOptions *policy.Options
 	// Serve is the serve: section; nil when there is none.
 	Serve *Serve
+	// StatePostgres is the URL of the PostgreSQL database shared state
+	// lives in (the approvals); "" keeps it in the state directory.
+	StatePostgres string
 	// Relay holds each server's relay settings, by name; a zero field
 	// means the relay's default.
 	Relay map[string]Relay
@@ -599,6 +613,16 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 		c.ApprovalTimeout = d
 	}
 
+	if st := doc.State; st != nil && st.Postgres != "" {
+		u, err := url.Parse(st.Postgres)
+		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			return nil, strictyaml.ErrorAt(st.Pos, "state: postgres: want a postgres:// URL")
+		}
+		if _, hasPassword := u.User.Password(); hasPassword {
+			return nil, strictyaml.ErrorAt(st.Pos, "state: postgres: the URL holds a password: put it in PGPASSWORD or ~/.pgpass, not in the configuration")
+		}
+		c.StatePostgres = st.Postgres
+	}
 	if doc.Serve != nil {
 		sv, err := serveOf(doc.Serve)
 		if err != nil {

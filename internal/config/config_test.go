@@ -134,6 +134,8 @@ func TestParseErrors(t *testing.T) {
 		{"serve public url with a query", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {public_url: 'https://a.example/?x=1', auth: {none: me}}\n", `public_url "https://a.example/?x=1"`},
 		{"serve origin with a path", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {origins: ['https://a.example/app'], auth: {none: me}}\n", `origins: "https://a.example/app": want an origin`},
 		{"serve idle timeout", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {idle_timeout: 5, auth: {none: me}}\n", `idle_timeout "5"`},
+		{"state not postgres", "version: 1\npolicy: p.yaml\nservers: {}\nstate: {postgres: 'mysql://db/aegis'}\n", `c.yaml:4:8: state: postgres: want a postgres:// URL`},
+		{"state with a password", "version: 1\npolicy: p.yaml\nservers: {}\nstate: {postgres: 'postgres://aegis:hunter2@db/aegis'}\n", `the URL holds a password`},
 		{"serve unknown key", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {port: 5, auth: {none: me}}\n", `unknown key "port"`},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aegis-mcp/aegis/internal/pgtest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestServeReplicasShareApprovals: two aegis serve replicas, each with a
+// state directory of its own (two machines), share their approvals in
+// PostgreSQL. A write asked about on replica A waits; the question is
+// listed from replica B's side and answered there, and A's call goes on
+// with that answer: the approved file lands, the denied one does not, and
+// A's chain names who answered.
+func TestServeReplicasShareApprovals(t *testing.T) {
+	needNode(t)
+	pg := pgtest.Schema(t, pgtest.URL(t))
+	h := askingHome(t, "")
+	cmd, _ := json.Marshal([]string{nodeBin, filepath.Join(e2eDir, filesystemJS), h.home})
+	policy, err := os.ReadFile(filepath.Join(h.home, "asking-policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := "version: 1\npolicy: policy.yaml\nstate: {postgres: '" + pg + "'}\napprovals: {timeout: 1m}\nservers:\n  fs:\n    builtin: filesystem\n    command: " + string(cmd) +
+		"\nserve:\n  auth: {none: alice}\n"
+	replica := func(name string) (env []string, dir string) {
+		dir = filepath.Join(h.home, name)
+		writeFiles(t, dir, map[string]string{"aegis.yaml": config, "policy.yaml": string(policy)})
+		return baseEnv(h.home, filepath.Join(dir, "state")), dir
+	}
+	envA, dirA := replica("replica-a")
+	envB, dirB := replica("replica-b")
+	a := startServe(t, envA, filepath.Join(dirA, "aegis.yaml"), "fs")
+	b := startServe(t, envB, filepath.Join(dirB, "aegis.yaml"), "fs")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "aegis-e2e-go", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.urls["fs"]}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, a.stderr)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	approved, denied := filepath.Join(h.home, "projects/shared/approved.txt"), filepath.Join(h.home, "projects/shared/denied.txt")
+	for _, tc := range []struct {
+		path, verb, want string
+	}{
+		{approved, "approve", "Successfully wrote"},
+		{denied, "deny", "declined this call"},
+	} {
+		done := make(chan string, 1)
+		go func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": tc.path, "content": tc.verb}})
+			if err != nil {
+				done <- err.Error()
+				return
+			}
+			var b strings.Builder
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					b.WriteString(tc.Text)
+				}
+			}
+			done <- b.String()
+		}()
+		// From replica B's side: the question A put.
+		var id string
+		for id == "" {
+			select {
+			case got := <-done:
+				t.Fatalf("the call ended before anyone answered: %q", got)
+			case <-ctx.Done():
+				t.Fatalf("the question never reached replica B\nA: %s", a.stderr)
+			case <-time.After(50 * time.Millisecond):
+			}
+			out, code := aegisCLI(t, envB, "approvals", "list", "--json", "--config", filepath.Join(dirB, "aegis.yaml"))
+			if code != 0 {
+				t.Fatalf("aegis approvals list on B: %d %s", code, out)
+			}
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				var ap struct {
+					ID        string          `json:"id"`
+					Arguments json.RawMessage `json:"arguments"`
+				}
+				if json.Unmarshal([]byte(l), &ap) == nil && strings.Contains(string(ap.Arguments), filepath.Base(tc.path)) {
+					id = ap.ID
+				}
+			}
+		}
+		if out, code := aegisCLI(t, envB, "approvals", tc.verb, "--config", filepath.Join(dirB, "aegis.yaml"), id); code != 0 {
+			t.Fatalf("aegis approvals %s on B: %d %s", tc.verb, code, out)
+		}
+		select {
+		case got := <-done:
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("%s: the call on A got %q, want %q", tc.verb, got, tc.want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s: the call on A never went on\n%s", tc.verb, a.stderr)
+		}
+	}
+	if b, err := os.ReadFile(approved); err != nil || string(b) != "approve" {
+		t.Errorf("the approved file: %q %v", b, err)
+	}
+	if _, err := os.Stat(denied); !os.IsNotExist(err) {
+		t.Errorf("the denied file exists (%v)", err)
+	}
+	cs.Close()
+	a.stop(t)
+	b.stop(t)
+	log, code := aegisCLI(t, envA, "log", "--server", "fs")
+	if code != 0 {
+		t.Fatalf("aegis log on A: %d %s", code, log)
+	}
+	for _, want := range []string{"approved by", "through cli", "denied by"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("A's chain does not show %q:\n%s", want, log)
+		}
+	}
+}
