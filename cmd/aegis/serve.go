@@ -214,11 +214,14 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 		lane = strconv.Itoa(ln.N)
 	}
 	relay := cfg.Relay[name]
+	// The pipeline logs what goes wrong; each decision is in the chain
+	// and the metrics, not the log.
+	quiet := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	start := func(ctx context.Context, id string, who serve.Identity) (*serve.Upstream, error) {
 		elicitor := proxy.NewElicitor(approvals, who.Principal)
 		sc := &gateway.SessionConfig{
 			Server: name, ID: id, Principal: who.Principal, Roles: who.Roles, Origin: capability.Interactive,
-			Pins: pins, Log: log, Logger: logger.With("server", name, "session", id), Notify: stderr,
+			Pins: pins, Log: log, Logger: quiet.With("server", name, "session", id), Notify: stderr,
 			Observe:   metrics.decision,
 			Approvals: &gateway.Approvals{Store: approvals, Timeout: cfg.ApprovalTimeout, Lane: lane, Asked: elicitor.Ask},
 		}
