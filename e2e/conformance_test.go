@@ -20,31 +20,37 @@ import (
 // e2eDir. It needs Node 22 (it imports fs.globSync).
 const conformanceJS = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
-// conformanceConfig is aegis's configuration for the conformance test:
-// server-everything, started by `aegis serve` for each session over
-// stdio, and served to anyone on loopback as the principal
-// "conformance". %s is the server's command, as a JSON array.
+// conformanceServer is the server the suite runs against, relative to
+// e2eDir. The suite's own test server is an example in its repository,
+// not on npm; this one has the fixtures the suite's scenarios call,
+// written from their requirements.
+const conformanceServer = "testdata/conformance/server.mjs"
+
+// conformanceConfig is aegis's configuration for the test: the server,
+// started by `aegis serve` for each session over stdio (%s: its command,
+// a JSON array), served to anyone on loopback as the principal
+// "conformance".
 const conformanceConfig = `version: 1
 policy: policy.yaml
 servers:
-  everything:
+  conformance:
     command: %s
 serve:
   auth: {none: conformance}
 `
 
-// conformancePolicy allows everything the suite does. server-everything
-// has no curated bindings, so its tools and prompts are unbound, reached
-// only by a rule that says unbound: true; the other methods the suite
-// sends, and the server's own requests (sampling, elicitation, roots),
-// are decided by method.
+// conformancePolicy allows everything the suite does. The server has no
+// curated bindings, so its tools and prompts are unbound, reached only
+// by a rule that says unbound: true; the other methods the suite sends,
+// and the server's own requests (sampling, elicitation), are decided by
+// method.
 const conformancePolicy = `version: 1
 rules:
-  - {id: everything-unbound, effect: allow, server: everything, unbound: true}
-  - id: everything-methods
+  - {id: conformance-unbound, effect: allow, server: conformance, unbound: true}
+  - id: conformance-methods
     effect: allow
-    server: everything
-    method: [resources/read, resources/subscribe, completion/complete, prompts/get, sampling/createMessage, elicitation/create, roots/list]
+    server: conformance
+    method: [resources/read, resources/subscribe, completion/complete, prompts/get, sampling/createMessage, elicitation/create]
 `
 
 // scenarioResult is one conformance scenario's outcome: it passes when
@@ -58,30 +64,24 @@ func (r scenarioResult) passed() bool { return r.checks > 0 && len(r.failures) =
 
 // TestConformanceThroughServe runs the server scenarios of the MCP
 // conformance suite (@modelcontextprotocol/conformance, every suite:
-// active and pending) against the reference server,
-// @modelcontextprotocol/server-everything, twice: bare, over its SDK's
-// Streamable HTTP transport (everything-http.mjs), and behind
-// `aegis serve`, which runs the same server over stdio for each session,
-// with a policy that allows everything. Every scenario that passes bare
-// must pass through aegis.
-//
-// The suite's scenarios call the tools, prompts and resources of the
-// suite's own test server, which npm does not ship; server-everything
-// has others, so the scenarios that need those fail on both sides
-// (their names are logged) and test nothing here.
+// active and pending) twice against the same server
+// (testdata/conformance/server.mjs): bare, over the TypeScript SDK's
+// Streamable HTTP transport, and behind `aegis serve`, which runs it over
+// stdio for each session, with a policy that allows everything. Every
+// scenario that passes bare must pass through aegis.
 func TestConformanceThroughServe(t *testing.T) {
 	node := needConformance(t)
 	home, aegisHome := tempDir(t), tempDir(t)
 	env := baseEnv(home, aegisHome)
-	everything := filepath.Join(e2eDir, everythingJS)
+	server := filepath.Join(e2eDir, conformanceServer)
 
-	cmd, _ := json.Marshal([]string{node, everything, "stdio"})
+	cmd, _ := json.Marshal([]string{node, server})
 	writeFiles(t, home, map[string]string{
 		"serve.yaml":  fmt.Sprintf(conformanceConfig, cmd),
 		"policy.yaml": conformancePolicy,
 	})
-	s := startServe(t, env, filepath.Join(home, "serve.yaml"), "everything")
-	bareURL := startEverythingHTTP(t, node, env)
+	s := startServe(t, env, filepath.Join(home, "serve.yaml"), "conformance")
+	bareURL := startBare(t, node, env, server)
 
 	var bare, through map[string]scenarioResult
 	var bareTook, throughTook time.Duration
@@ -95,7 +95,7 @@ func TestConformanceThroughServe(t *testing.T) {
 		func() (err error) {
 			// Slower: each scenario's session starts a server process.
 			start := time.Now()
-			through, err = runConformance(node, env, s.urls["everything"])
+			through, err = runConformance(node, env, s.urls["conformance"])
 			throughTook = time.Since(start)
 			return err
 		},
@@ -106,14 +106,11 @@ func TestConformanceThroughServe(t *testing.T) {
 	t.Logf("bare:          %s (%v)", tally(bare), bareTook.Round(time.Millisecond))
 	t.Logf("through aegis: %s (%v)", tally(through), throughTook.Round(time.Millisecond))
 
-	var failedBoth []string // with the reasons they fail bare
 	for _, name := range slices.Sorted(maps.Keys(bare)) {
 		b, a := bare[name], through[name]
 		switch {
-		case !b.passed() && !a.passed():
-			failedBoth = append(failedBoth, fmt.Sprintf("\n\t%s: %s", name, strings.Join(b.failures, "; ")))
 		case !b.passed():
-			t.Logf("%s: fails bare, passes through aegis: %s", name, strings.Join(b.failures, "; "))
+			t.Logf("%s: fails bare (so it tests nothing here): %s", name, strings.Join(b.failures, "; "))
 		case a.checks == 0:
 			t.Errorf("%s: passes bare, but did not run through aegis", name)
 		case !a.passed():
@@ -125,7 +122,6 @@ func TestConformanceThroughServe(t *testing.T) {
 			t.Errorf("%s: ran through aegis, but not bare", name)
 		}
 	}
-	t.Logf("%d scenarios fail on both sides, bare because:%s", len(failedBoth), strings.Join(failedBoth, ""))
 	if t.Failed() {
 		t.Logf("aegis's stderr:\n%s", s.stderr)
 	}
@@ -148,11 +144,11 @@ func needConformance(t *testing.T) string {
 	return ""
 }
 
-// startEverythingHTTP starts everything-http.mjs and returns the URL it
-// serves at.
-func startEverythingHTTP(t *testing.T, node string, env []string) string {
+// startBare starts the server over HTTP (server.mjs http), and returns
+// the URL it serves at.
+func startBare(t *testing.T, node string, env []string, server string) string {
 	t.Helper()
-	c := exec.Command(node, filepath.Join(e2eDir, "everything-http.mjs"))
+	c := exec.Command(node, server, "http")
 	c.Env, c.Dir = env, e2eDir
 	stderr := &syncBuf{}
 	c.Stderr = stderr
@@ -180,11 +176,11 @@ func startEverythingHTTP(t *testing.T, node string, env []string) string {
 	select {
 	case u, ok := <-url:
 		if !ok || !strings.HasPrefix(u, "http://127.0.0.1:") {
-			t.Fatalf("everything-http.mjs printed no URL (%q): %s", u, stderr)
+			t.Fatalf("server.mjs printed no URL (%q): %s", u, stderr)
 		}
 		return u
 	case <-time.After(30 * time.Second):
-		t.Fatalf("everything-http.mjs did not start: %s", stderr)
+		t.Fatalf("server.mjs did not start: %s", stderr)
 	}
 	return ""
 }
