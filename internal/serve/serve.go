@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -74,6 +75,13 @@ type Config struct {
 	// host: a request with another Origin header is refused (DNS
 	// rebinding, R28).
 	Origins []string
+	// Hosts, if not empty, are the only host names or IP addresses a
+	// request's Host header may name (with any port); a request naming
+	// another is refused (403). A page that DNS rebinding points at the
+	// listener names its own host, and is then its own origin, which the
+	// Origin check lets in: only the Host tells. Empty: any host, for a
+	// listener whose names aegis cannot know (behind a proxy).
+	Hosts []string
 	// IdleTimeout ends a session without requests or streams for that
 	// long; MaxSessions caps the sessions open at once.
 	IdleTimeout time.Duration
@@ -225,6 +233,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, "", http.StatusNotFound, "no MCP server at %s: the servers are at /mcp/NAME", r.URL.Path)
 		return
 	}
+	if !h.hostAllowed(r.Host) {
+		h.fail(w, name, http.StatusForbidden, "host %q is not served here", r.Host)
+		return
+	}
 	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o, r) {
 		h.fail(w, name, http.StatusForbidden, "origin %q is not allowed", o)
 		return
@@ -263,6 +275,20 @@ func (h *Handler) observe(server string, status int) {
 	if h.cfg.Observe != nil {
 		h.cfg.Observe(server, status)
 	}
+}
+
+// hostAllowed reports whether a request's Host header names one of the
+// configured hosts, in any case and with any port.
+func (h *Handler) hostAllowed(hostport string) bool {
+	if len(h.cfg.Hosts) == 0 {
+		return true
+	}
+	host := hostport
+	if hh, _, err := net.SplitHostPort(hostport); err == nil {
+		host = hh
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return slices.ContainsFunc(h.cfg.Hosts, func(a string) bool { return strings.EqualFold(a, host) })
 }
 
 // originAllowed reports whether a request from browser origin o may

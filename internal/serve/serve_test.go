@@ -192,6 +192,10 @@ func post(t *testing.T, url string, hdr map[string]string, body string) (*http.R
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		if v == "" {
 			req.Header.Del(k)
 			continue
@@ -212,7 +216,7 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 // TestTransportRefusals: what the transport refuses, each with a status
 // and a reason naming what was wrong; nothing of it reaches a server.
 func TestTransportRefusals(t *testing.T) {
-	ts, _, started := testServe(t, &Config{MaxMessageBytes: 64 << 10, Origins: []string{"https://app.example"}})
+	ts, _, started := testServe(t, &Config{MaxMessageBytes: 64 << 10, Origins: []string{"https://app.example"}, Hosts: []string{"127.0.0.1"}})
 	url := ts.URL + "/mcp/demo"
 	alice := map[string]string{"X-Test-Principal": "alice"}
 	resp, _ := post(t, url, alice, initialize)
@@ -243,6 +247,10 @@ func TestTransportRefusals(t *testing.T) {
 		{"unknown session", "/mcp/demo", with(map[string]string{"Mcp-Session-Id": "feedfacefeedfacefeedfacefeedface"}), call, 404, "no session"},
 		{"another principal's session", "/mcp/demo", with(map[string]string{"X-Test-Principal": "mallory"}), call, 404, "no session"},
 		{"foreign origin", "/mcp/demo", with(map[string]string{"Origin": "https://evil.example"}), call, 403, `origin "https://evil.example" is not allowed`},
+		// A page DNS rebinding pointed at the listener: its own origin,
+		// but not a host aegis serves.
+		{"rebound host", "/mcp/demo", with(map[string]string{"Host": "evil.example:8347", "Origin": "http://evil.example:8347"}), call, 403, `host "evil.example:8347" is not served here`},
+		{"rebound host without a port", "/mcp/demo", with(map[string]string{"Host": "evil.example", "Origin": "http://evil.example"}), call, 403, `host "evil.example" is not served here`},
 		{"method header disagrees", "/mcp/demo", with(map[string]string{"Mcp-Method": "tools/list"}), call, 400, `Mcp-Method header \"tools/list\" disagrees`},
 		{"name header disagrees", "/mcp/demo", with(map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "read_file"}), call, 400, `Mcp-Name header \"read_file\" disagrees`},
 		{"batch", "/mcp/demo", with(nil), "[" + call + "]", 400, "batches are not served"},
