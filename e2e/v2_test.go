@@ -527,3 +527,79 @@ func TestV2Approvals(t *testing.T) {
 		})
 	}
 }
+
+// TestServeV2Eras: the SDK v2 client over Streamable HTTP through aegis
+// serve, in front of the v2 server (a stdio instance aegis starts), at
+// each revision: 2026-07-28 statelessly (server/discover, a _meta envelope
+// on every request, the server's elicitation inside an input_required
+// result), the 2025 revisions in a session. aegis's refusals reach the
+// client as results or errors it accepts, naming the rule; allowed calls
+// work, the round trip included, with the server's requestState intact;
+// text the model reads is redacted.
+func TestServeV2Eras(t *testing.T) {
+	node := needNodeV2(t)
+	for _, rev := range v2Revisions {
+		t.Run(rev, func(t *testing.T) {
+			home, aegisHome, _ := v2Home(t, "  - {id: elicit, effect: allow, server: v2, method: elicitation/create}\n")
+			cmd, _ := json.Marshal([]string{node, filepath.Join(e2eDir, v2Server)})
+			writeFiles(t, home, map[string]string{"serve.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  v2:\n    env: [AEGIS_E2E_V2_KEY]\n    command: " + string(cmd) + "\nserve:\n  auth: {none: alice}\n"})
+			key := fakeAWSKey(t)
+			env := append(baseEnv(home, aegisHome), "AEGIS_E2E_V2_KEY="+key)
+			s := startServe(t, env, filepath.Join(home, "serve.yaml"), "v2")
+			calls := []methodCall{
+				{Name: "echo", Tool: "echo", Arguments: map[string]any{"text": "hi"}},
+				{Name: "wipe", Tool: "wipe", Arguments: map[string]any{}},
+				{Name: "secret", Tool: "secret", Arguments: map[string]any{}},
+				{Name: "deploy", Tool: "deploy", Arguments: map[string]any{"env": "prod"}},
+				{Name: "read readme", Method: "resources/read", Params: map[string]any{"uri": "note://readme"}},
+				{Name: "read intranet", Method: "resources/read", Params: map[string]any{"uri": "https://wiki.intranet.example/secrets"}},
+				{Name: "greet", Method: "prompts/get", Params: map[string]any{"name": "greet", "arguments": map[string]any{"name": "Ada"}}},
+			}
+			b, _ := json.Marshal(map[string]any{"calls": calls, "reason": "ship it"})
+			planFile := filepath.Join(t.TempDir(), "plan.json")
+			os.WriteFile(planFile, b, 0o600)
+			r, err := runScript(node, "driver-v2.mjs", env, []string{rev, planFile}, []string{s.urls["v2"]})
+			if err != nil {
+				t.Fatalf("%v\naegis serve:\n%s", err, s.stderr)
+			}
+			steps := map[string]v2Step{}
+			for i, raw := range r.T.Steps {
+				var st v2Step
+				if err := json.Unmarshal(raw, &st); err != nil {
+					t.Fatal(err)
+				}
+				if i < 2 && st.Error != nil {
+					t.Fatalf("%s through aegis serve at %s: %s\n%s", st.Step, rev, st.text(), s.stderr)
+				}
+				steps[st.Step] = st
+			}
+			want := map[string][]string{
+				"echo":          {"echo: hi"},
+				"wipe":          {"ISERROR", "aegis denied this call", `rule "no-wipe"`},
+				"secret":        {"the key is [REDACTED:aws.access_key]"},
+				"deploy":        {"deployed to prod; reason: ship it"},
+				"read readme":   {"the readme note"},
+				"read intranet": {"ERROR", "-32001", `rule "no-intranet"`},
+				"greet":         {"Hello, Ada."},
+			}
+			for name, subs := range want {
+				got := steps[name].text()
+				for _, sub := range subs {
+					if !strings.Contains(got, sub) {
+						t.Errorf("%s: got %q, want it to hold %q", name, got, sub)
+					}
+				}
+				if strings.Contains(got, key) {
+					t.Errorf("%s: the model reads the key: %q", name, got)
+				}
+			}
+			if got := steps["deploy"].text(); strings.Contains(got, "CHANGED") || rev >= "2026-07-28" && !strings.Contains(got, "state: intact") {
+				t.Errorf("deploy: the server's requestState did not come back as it was: %q", got)
+			}
+			if got := steps["connect"].Result; rev >= "2026-07-28" && !strings.Contains(string(r.Raw), `"server/discover"`) {
+				t.Errorf("no server/discover at %s: %v", rev, got)
+			}
+			s.stop(t)
+		})
+	}
+}

@@ -237,7 +237,8 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 	// The pipeline logs what goes wrong; each decision is in the chain
 	// and the metrics, not the log.
 	quiet := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	start := func(ctx context.Context, id string, who serve.Identity) (*serve.Upstream, error) {
+	start := func(ctx context.Context, st serve.Started) (*serve.Upstream, error) {
+		id, who := st.ID, st.Who
 		elicitor := proxy.NewElicitor(approvals, who.Principal)
 		sc := &gateway.SessionConfig{
 			Server: name, ID: id, Principal: who.Principal, Roles: who.Roles, Origin: capability.Interactive,
@@ -256,8 +257,13 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 		if err != nil {
 			return nil, err
 		}
-		metrics.sessions.WithLabelValues(name).Inc()
-		logger.Info("serve: session started", "server", name, "session", id, "principal", who.Principal, "roles", strings.Join(who.Roles, ","))
+		what := "serve: session started"
+		if st.Stateless {
+			what = "serve: stateless relay started"
+		} else {
+			metrics.sessions.WithLabelValues(name).Inc()
+		}
+		logger.Info(what, "server", name, "session", id, "principal", who.Principal, "roles", strings.Join(who.Roles, ","))
 		return &serve.Upstream{
 			Cmd:  l.cmd,
 			Gate: proxy.SessionGate(sess),

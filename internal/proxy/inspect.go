@@ -67,3 +67,22 @@ func Member(obj []byte, key string) []byte {
 	}
 	return nil
 }
+
+// WithMember returns the JSON object obj (which Inspect or the relay
+// validated) with the value of its member key replaced by value (raw
+// JSON), the other members as they were, in their order; obj unchanged
+// when it has no such member.
+func WithMember(obj []byte, key string, value []byte) []byte {
+	if len(obj) == 0 || obj[0] != '{' {
+		return obj
+	}
+	var buf [8]args.Member
+	s := find(args.Members(buf[:0], obj, 0), key)
+	if !s.ok() {
+		return obj
+	}
+	out := make([]byte, 0, len(obj)-(s[1]-s[0])+len(value))
+	out = append(out, obj[:s[0]]...)
+	out = append(out, value...)
+	return append(out, obj[s[1]:]...)
+}

@@ -60,9 +60,18 @@ type Upstream struct {
 }
 
 // A Server is one configured server, served at /mcp/NAME: Start makes
-// the upstream of a new session id for who.
+// the upstream of a new session.
 type Server struct {
-	Start func(ctx context.Context, sessionID string, who Identity) (*Upstream, error)
+	Start func(ctx context.Context, s Started) (*Upstream, error)
+}
+
+// Started is a session being started: its id, who it is for, and
+// whether it is the relay of who's stateless requests (revision
+// 2026-07-28) rather than one MCP session.
+type Started struct {
+	ID        string
+	Who       Identity
+	Stateless bool
 }
 
 // Config configures a [Handler].
@@ -116,8 +125,8 @@ const (
 	keepAlive = 25 * time.Second
 )
 
-// revisions are the protocol revisions this transport serves. Revision
-// 2026-07-28 (stateless requests) is not served yet.
+// revisions are the protocol revisions this transport serves with
+// sessions; revision 2026-07-28 is served statelessly (stateless.go).
 var revisions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
 // A Handler serves the configured servers.
@@ -125,8 +134,11 @@ type Handler struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	sessions map[string]*session
+	mu        sync.Mutex
+	sessions  map[string]*session
+	stateless map[string]*session // the stateless relays, by server, principal and roles
+	startMu   sync.Mutex          // one stateless relay starts at a time
+	legacy    map[string]bool     // servers that speak no stateless revision, by name
 	closing  bool
 	relays   sync.WaitGroup
 	stop     chan struct{}
@@ -134,7 +146,7 @@ type Handler struct {
 
 // New returns a Handler; Close (or Shutdown) ends its sessions.
 func New(c *Config) *Handler {
-	h := &Handler{cfg: *c, sessions: map[string]*session{}, stop: make(chan struct{})}
+	h := &Handler{cfg: *c, sessions: map[string]*session{}, stateless: map[string]*session{}, legacy: map[string]bool{}, stop: make(chan struct{})}
 	if h.cfg.IdleTimeout <= 0 {
 		h.cfg.IdleTimeout = DefaultIdleTimeout
 	}
@@ -246,8 +258,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, name, http.StatusUnauthorized, "not authenticated")
 		return
 	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(revisions, v) {
-		h.fail(w, name, http.StatusBadRequest, "protocol version %q is not served here (served: %s)", v, strings.Join(revisions, ", "))
+	v := r.Header.Get("Mcp-Protocol-Version")
+	if v == statelessRevision {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			h.fail(w, name, http.StatusMethodNotAllowed, "revision %s has no GET stream and no sessions: every message is a POST", statelessRevision)
+			return
+		}
+		h.postStateless(w, r, name, srv, who)
+		return
+	}
+	if v != "" && !slices.Contains(revisions, v) {
+		h.fail(w, name, http.StatusBadRequest, "protocol version %q is not served here (served: %s, %s)", v, strings.Join(revisions, ", "), statelessRevision)
 		return
 	}
 	switch r.Method {
@@ -340,7 +362,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, server string, 
 	h.mu.Unlock()
 	// Another principal's session is answered as one that does not
 	// exist: its id tells nobody else anything.
-	if s == nil || s.server != server || s.who.Principal != who.Principal || s.isDone() {
+	if s == nil || s.stateless || s.server != server || s.who.Principal != who.Principal || s.isDone() {
 		h.fail(w, server, http.StatusNotFound, "no session %q here: initialize a new one", truncate(id, 64))
 		return nil, false
 	}
@@ -364,48 +386,14 @@ const (
 // response (as JSON, or as an SSE stream with the messages about it); a
 // notification or a response is accepted (202).
 func (h *Handler) post(w http.ResponseWriter, r *http.Request, name string, srv *Server, who Identity) {
-	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
-		h.fail(w, name, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", ct)
-		return
-	}
-	// A client that sends its body slowly holds a connection and a
-	// goroutine: it has BodyTimeout to finish.
-	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxMessageBytes))
-	if err != nil {
-		// The deadline stays: the server would otherwise wait for the
-		// rest of the body before it answers.
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			h.fail(w, name, http.StatusRequestEntityTooLarge, "message larger than %d bytes", mbe.Limit)
-			return
-		}
-		h.fail(w, name, http.StatusBadRequest, "reading the body: %v", err)
-		return
-	}
-	rc.SetReadDeadline(time.Time{})
-	line, err := oneLine(body)
-	if err != nil {
-		h.failRPC(w, name, http.StatusBadRequest, nil, codeParse, "%v", err)
-		return
-	}
-	msg, err := proxy.Inspect(line, h.cfg.MaxDepth)
-	if err != nil {
-		h.failRPC(w, name, http.StatusBadRequest, msg.ID, codeInvalidRequest, "invalid message: %v", err)
-		return
-	}
-	if msg.Kind == proxy.Batch {
-		h.failRPC(w, name, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not served (revision 2025-06-18 removed them): send one message per request")
-		return
-	}
-	if err := headersAgree(r, msg); err != nil {
-		h.failRPC(w, name, http.StatusBadRequest, msg.ID, codeInvalidRequest, "%v", err)
+	line, msg, ok := h.readMessage(w, r, name)
+	if !ok {
 		return
 	}
 	var s *session
+	var err error
 	if r.Header.Get("Mcp-Session-Id") == "" && msg.Kind == proxy.Request && msg.Method == "initialize" {
-		s, err = h.open(r.Context(), name, srv, who)
+		s, err = h.open(r.Context(), name, srv, who, false)
 		if err != nil {
 			status := http.StatusServiceUnavailable
 			h.log.Warn("serve: a session could not start", "server", name, "principal", who.Principal, "err", err)
@@ -428,7 +416,53 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, name string, srv 
 		h.observe(name, http.StatusAccepted)
 		return
 	}
-	h.observe(name, s.call(w, r, line, msg))
+	h.observe(name, s.call(w, r, line, msg, nil))
+}
+
+// readMessage reads a POSTed message: one JSON-RPC message, within the
+// size and time bounds, whose Mcp-Method and Mcp-Name headers agree with
+// it. It answers the request itself when ok is false.
+func (h *Handler) readMessage(w http.ResponseWriter, r *http.Request, name string) (line []byte, msg proxy.Inspected, ok bool) {
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "application/json") {
+		h.fail(w, name, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", ct)
+		return nil, msg, false
+	}
+	// A client that sends its body slowly holds a connection and a
+	// goroutine: it has BodyTimeout to finish.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(h.cfg.BodyTimeout))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxMessageBytes))
+	if err != nil {
+		// The deadline stays: the server would otherwise wait for the
+		// rest of the body before it answers.
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.fail(w, name, http.StatusRequestEntityTooLarge, "message larger than %d bytes", mbe.Limit)
+			return nil, msg, false
+		}
+		h.fail(w, name, http.StatusBadRequest, "reading the body: %v", err)
+		return nil, msg, false
+	}
+	rc.SetReadDeadline(time.Time{})
+	line, err = oneLine(body)
+	if err != nil {
+		h.failRPC(w, name, http.StatusBadRequest, nil, codeParse, "%v", err)
+		return nil, msg, false
+	}
+	msg, err = proxy.Inspect(line, h.cfg.MaxDepth)
+	if err != nil {
+		h.failRPC(w, name, http.StatusBadRequest, msg.ID, codeInvalidRequest, "invalid message: %v", err)
+		return nil, msg, false
+	}
+	if msg.Kind == proxy.Batch {
+		h.failRPC(w, name, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not served (revision 2025-06-18 removed them): send one message per request")
+		return nil, msg, false
+	}
+	if err := headersAgree(r, msg); err != nil {
+		h.failRPC(w, name, http.StatusBadRequest, msg.ID, codeInvalidRequest, "%v", err)
+		return nil, msg, false
+	}
+	return line, msg, true
 }
 
 // oneLine is body as the relay's framing wants it: one line. JSON
@@ -475,7 +509,7 @@ func headersAgree(r *http.Request, msg proxy.Inspected) error {
 }
 
 // open starts a new session of srv for who.
-func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identity) (*session, error) {
+func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identity, stateless bool) (*session, error) {
 	var b [16]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
@@ -489,11 +523,12 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 		return nil, fmt.Errorf("%d sessions are open, the most this aegis serves", h.cfg.MaxSessions)
 	}
 	s := newSession(h, id, name, who)
+	s.stateless = stateless
 	h.sessions[id] = s
 	h.relays.Add(1)
 	h.mu.Unlock()
 	// The relay outlives the request that opened the session.
-	up, err := srv.Start(context.WithoutCancel(ctx), id, who)
+	up, err := srv.Start(context.WithoutCancel(ctx), Started{ID: id, Who: who, Stateless: stateless})
 	if err != nil {
 		h.forget(s)
 		h.relays.Done()
@@ -524,6 +559,11 @@ func (h *Handler) forget(s *session) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+	}
+	for k, v := range h.stateless {
+		if v == s {
+			delete(h.stateless, k)
+		}
 	}
 	h.mu.Unlock()
 }

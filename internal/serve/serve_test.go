@@ -63,7 +63,7 @@ func testServe(t *testing.T, c *Config) (*httptest.Server, *Handler, *atomic.Int
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "notes.txt"), []byte("hello from notes"), 0o600)
 	var started atomic.Int64
-	start := func(ctx context.Context, id string, who Identity) (*Upstream, error) {
+	start := func(ctx context.Context, _ Started) (*Upstream, error) {
 		started.Add(1)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), childEnv+"=1", "AEGIS_DEMO_ROOT="+root)
@@ -99,10 +99,12 @@ func (rt principalRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func connect(t *testing.T, url, principal string, opts *mcp.ClientOptions) *mcp.ClientSession {
+// connect connects the Go SDK client as principal, at revision (""
+// for the client's default, 2026-07-28, stateless).
+func connect(t *testing.T, url, principal, revision string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: principalRT{principal}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, opts).Connect(t.Context(), tr, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "serve-test", Version: "1"}, opts).Connect(t.Context(), tr, &mcp.ClientSessionOptions{ProtocolVersion: revision})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -120,55 +122,68 @@ func text(res *mcp.CallToolResult) string {
 }
 
 // TestGoClientSessions: the official Go SDK client, over Streamable HTTP,
-// gets a session of its own (its own server process), its calls decided
-// by the gate: an allowed call reaches the server, a refused one comes
-// back as the gate's reason; the server's progress reaches the call that
-// asked for it, and its requests for input (elicitation, sampling) reach
-// the client and their answers the server; closing the session ends it.
+// in either era: at 2025-11-25 each client gets a session of its own (its
+// own server process), ended by its DELETE; at 2026-07-28 (the client's
+// default) each principal's stateless requests share a relay of its own.
+// Either way its calls are decided by the gate: an allowed call reaches
+// the server, a refused one comes back as the gate's reason; the server's
+// progress reaches the call that asked for it, and its requests for input
+// (elicitation, sampling; in input_required results at 2026-07-28) reach
+// the client and their answers the server.
 func TestGoClientSessions(t *testing.T) {
-	ts, h, started := testServe(t, nil)
-	var progress atomic.Int64
-	opts := &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
-		},
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: "forty-two"}}, nil
-		},
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+	for _, rev := range []string{"2025-11-25", ""} {
+		t.Run("revision "+rev, func(t *testing.T) {
+			ts, h, started := testServe(t, nil)
+			var progress atomic.Int64
+			opts := &mcp.ClientOptions{
+				ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				},
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: "forty-two"}}, nil
+				},
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+			}
+			a := connect(t, ts.URL+"/mcp/demo", "alice", rev, opts)
+			b := connect(t, ts.URL+"/mcp/demo", "bob", rev, opts)
+			if n := started.Load(); n != 2 || h.Sessions() != 2 {
+				t.Fatalf("%d servers started, %d sessions, want 2 and 2", n, h.Sessions())
+			}
+			ctx := t.Context()
+			res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "notes.txt"}})
+			if err != nil || res.IsError || text(res) != "hello from notes" {
+				t.Errorf("read_file: %v %+v", err, res)
+			}
+			res, err = b.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{}})
+			if err != nil || !res.IsError || !strings.Contains(text(res), "aegis denied status (test)") {
+				t.Errorf("status: %v %+v, want the gate's refusal", err, res)
+			}
+			params := &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"to": 3}}
+			params.SetProgressToken("p1")
+			if res, err = a.CallTool(ctx, params); err != nil || res.IsError {
+				t.Errorf("count: %v %+v", err, res)
+			}
+			// The client handles notifications on goroutines of their
+			// own: the call may return before its handler has run, and the
+			// client may drop the last progress of a call it has seen
+			// answered.
+			waitFor(t, func() bool { return progress.Load() > 0 })
+			if res, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "confirm", Arguments: map[string]any{"action": "deploy"}}); err != nil || res.IsError {
+				t.Errorf("confirm (elicitation): %v %+v", err, res)
+			}
+			if res, err = b.CallTool(ctx, &mcp.CallToolParams{Name: "ask_model", Arguments: map[string]any{"question": "the answer?"}}); err != nil || res.IsError || !strings.Contains(text(res), "forty-two") {
+				t.Errorf("ask_model (sampling): %v %+v", err, res)
+			}
+			if n := started.Load(); n != 2 {
+				t.Errorf("%d servers started, want one per session or principal", n)
+			}
+			a.Close()
+			b.Close()
+			if rev != "" {
+				waitFor(t, func() bool { return h.Sessions() == 0 })
+			}
+		})
 	}
-	a := connect(t, ts.URL+"/mcp/demo", "alice", opts)
-	b := connect(t, ts.URL+"/mcp/demo", "bob", opts)
-	if n := started.Load(); n != 2 || h.Sessions() != 2 {
-		t.Fatalf("%d servers started, %d sessions, want 2 and 2", n, h.Sessions())
-	}
-	ctx := t.Context()
-	res, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "notes.txt"}})
-	if err != nil || res.IsError || text(res) != "hello from notes" {
-		t.Errorf("read_file: %v %+v", err, res)
-	}
-	res, err = b.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{}})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "aegis denied status (test)") {
-		t.Errorf("status: %v %+v, want the gate's refusal", err, res)
-	}
-	params := &mcp.CallToolParams{Name: "count", Arguments: map[string]any{"to": 3}}
-	params.SetProgressToken("p1")
-	if res, err = a.CallTool(ctx, params); err != nil || res.IsError {
-		t.Errorf("count: %v %+v", err, res)
-	}
-	// The client handles notifications on goroutines of their own: the
-	// call may return before its handler has run.
-	waitFor(t, func() bool { return progress.Load() == 3 })
-	if res, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "confirm", Arguments: map[string]any{"action": "deploy"}}); err != nil || res.IsError {
-		t.Errorf("confirm (elicitation): %v %+v", err, res)
-	}
-	if res, err = b.CallTool(ctx, &mcp.CallToolParams{Name: "ask_model", Arguments: map[string]any{"question": "the answer?"}}); err != nil || res.IsError || !strings.Contains(text(res), "forty-two") {
-		t.Errorf("ask_model (sampling): %v %+v", err, res)
-	}
-	a.Close()
-	waitFor(t, func() bool { return h.Sessions() == 1 })
-	b.Close()
-	waitFor(t, func() bool { return h.Sessions() == 0 })
 }
 
 func waitFor(t *testing.T, ok func() bool) {
@@ -261,7 +276,8 @@ func TestTransportRefusals(t *testing.T) {
 		{"empty body", "/mcp/demo", with(nil), ``, 400, "empty body"},
 		{"oversized", "/mcp/demo", with(nil), `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", 70<<10) + `"}}`, 413, "larger than 65536 bytes"},
 		{"wrong content type", "/mcp/demo", with(map[string]string{"Content-Type": "text/plain"}), call, 415, "want application/json"},
-		{"protocol of the stateless era", "/mcp/demo", with(map[string]string{"Mcp-Protocol-Version": "2026-07-28"}), call, 400, `protocol version "2026-07-28" is not served`},
+		{"a session at the stateless revision", "/mcp/demo", with(map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}), call, 400, `revision 2026-07-28 has no sessions`},
+		{"an unknown revision", "/mcp/demo", with(map[string]string{"Mcp-Protocol-Version": "2027-01-01"}), call, 400, `protocol version "2027-01-01" is not served`},
 		{"id neither string nor integer", "/mcp/demo", with(nil), `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, 400, "not a string or an integer"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,25 +357,38 @@ func TestJSONAnswers(t *testing.T) {
 	}
 }
 
-// TestManyConcurrentCalls: calls of one session in flight at once each
-// get their own answer.
+// TestManyConcurrentCalls: calls in flight at once each get their own
+// answer: of one session, and, at 2026-07-28, of two clients of one
+// principal, whose requests share one relay and use the same ids.
 func TestManyConcurrentCalls(t *testing.T) {
-	ts, _, _ := testServe(t, nil)
-	cs := connect(t, ts.URL+"/mcp/demo", "alice", nil)
-	defer cs.Close()
-	var wg sync.WaitGroup
-	for i := range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			want := fmt.Sprintf("n%d", i)
-			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": want}})
-			if err != nil || text(res) != want {
-				t.Errorf("call %d: %v %q", i, err, text(res))
+	for _, rev := range []string{"2025-11-25", ""} {
+		t.Run("revision "+rev, func(t *testing.T) {
+			ts, _, started := testServe(t, nil)
+			clients := []*mcp.ClientSession{connect(t, ts.URL+"/mcp/demo", "alice", rev, nil), connect(t, ts.URL+"/mcp/demo", "alice", rev, nil)}
+			var wg sync.WaitGroup
+			for c, cs := range clients {
+				for i := range 16 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						want := fmt.Sprintf("c%d-n%d", c, i)
+						res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": want}})
+						if err != nil || text(res) != want {
+							t.Errorf("call %s: %v %q", want, err, text(res))
+						}
+					}()
+				}
 			}
-		}()
+			wg.Wait()
+			want := int64(2)
+			if rev == "" {
+				want = 1 // one principal, one relay
+			}
+			if n := started.Load(); n != want {
+				t.Errorf("%d servers started, want %d", n, want)
+			}
+		})
 	}
-	wg.Wait()
 }
 
 // TestSlowBody: a client that stops sending its body loses the request
@@ -383,5 +412,56 @@ func TestSlowBody(t *testing.T) {
 	}
 	if started.Load() != 0 {
 		t.Errorf("a server was started")
+	}
+}
+
+// TestStatelessRefusals: what revision 2026-07-28 refuses, each with a
+// reason, before any server starts; and a server that speaks only older
+// revisions is found out once, then told of at once.
+func TestStatelessRefusals(t *testing.T) {
+	ts, _, started := testServe(t, nil)
+	url := ts.URL + "/mcp/demo"
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	hdr := func(extra map[string]string) map[string]string {
+		m := map[string]string{"X-Test-Principal": "alice", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		name   string
+		hdr    map[string]string
+		body   string
+		status int
+		want   string
+	}{
+		{"no Mcp-Method", hdr(map[string]string{"Mcp-Method": ""}), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, 400, "requires the Mcp-Method header"},
+		{"the body names another revision", hdr(nil), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, 400, `names revision \"2025-11-25\"`},
+		{"no _meta", hdr(nil), `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 400, `names revision \"\"`},
+		{"a session id", hdr(map[string]string{"Mcp-Session-Id": "abc"}), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, 400, "has no sessions"},
+		{"a response", hdr(map[string]string{"Mcp-Method": ""}), `{"jsonrpc":"2.0","id":1,"result":{}}`, 400, "a client answers nothing"},
+		{"the method header disagrees", hdr(map[string]string{"Mcp-Method": "tools/call"}), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`, 400, "disagrees"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := post(t, url, tt.hdr, tt.body)
+			if resp.StatusCode != tt.status || !strings.Contains(body, tt.want) {
+				t.Errorf("%d %q, want %d and %q", resp.StatusCode, body, tt.status, tt.want)
+			}
+		})
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("X-Test-Principal", "alice")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET at 2026-07-28: %v %v", resp.StatusCode, err)
+	}
+	if n := started.Load(); n != 0 {
+		t.Errorf("%d servers started for refused requests", n)
+	}
+	// A well-formed request goes through, answered with the client's id.
+	resp, body := post(t, url, hdr(nil), `{"jsonrpc":"2.0","id":"mine","method":"tools/list","params":{`+meta+`}}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"id":"mine"`) || !strings.Contains(body, `"name":"echo"`) {
+		t.Errorf("tools/list: %d %q", resp.StatusCode, body)
 	}
 }

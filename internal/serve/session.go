@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/proxy"
@@ -20,6 +21,11 @@ type session struct {
 	h          *Handler
 	id, server string
 	who        Identity
+	// stateless marks the relay that serves one principal's requests of
+	// revision 2026-07-28 (see stateless.go): its requests' ids are
+	// aegis's own, and only listen streams take unrelated messages.
+	stateless bool
+	next      atomic.Int64 // the last id aegis gave a stateless request
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -51,6 +57,15 @@ type exchange struct {
 	out  chan item
 	gone chan struct{} // closed when the handler stopped reading out
 	sse  bool
+	// restore, if set, is the client's id of the request, which aegis
+	// replaced with its own (a stateless request): the answer gets it back.
+	restore []byte
+	// listen says the request is a subscriptions/listen: its stream takes
+	// the server's notifications (stateless).
+	listen bool
+	// discover says the request is a stateless server/discover, whose
+	// answer tells whether the server speaks the revision.
+	discover bool
 }
 
 // An item is one message for an exchange; final marks the answer that
@@ -156,13 +171,19 @@ func acceptsSSE(r *http.Request) bool {
 // carries the messages about the request (its progress) and, when no
 // other stream is open, the session's other messages. It returns the
 // status written.
-func (s *session) call(w http.ResponseWriter, r *http.Request, line []byte, msg proxy.Inspected) int {
+func (s *session) call(w http.ResponseWriter, r *http.Request, line []byte, msg proxy.Inspected, restore []byte) int {
 	key, ok := proxy.IDKey(msg.ID)
 	if !ok {
 		s.h.failRPC(w, s.server, http.StatusBadRequest, msg.ID, codeInvalidRequest, "request id %.40s is not a string or an integer", msg.ID)
 		return http.StatusBadRequest
 	}
 	ex := newExchange(acceptsSSE(r))
+	ex.restore, ex.listen = restore, msg.Method == "subscriptions/listen"
+	ex.discover = s.stateless && msg.Method == "server/discover"
+	clientID := msg.ID
+	if restore != nil {
+		clientID = restore
+	}
 	var token string
 	if t := proxy.Member(proxy.Member(msg.Params, "_meta"), "progressToken"); t != nil {
 		token, _ = proxy.IDKey(t)
@@ -202,7 +223,7 @@ func (s *session) call(w http.ResponseWriter, r *http.Request, line []byte, msg 
 			w.WriteHeader(http.StatusOK)
 			w.Write(append(it.msg, '\n'))
 		case <-s.doneCh:
-			s.h.failRPC(w, s.server, http.StatusOK, msg.ID, codeInvalidRequest, "the server's session ended before it answered")
+			s.h.failRPC(w, s.server, http.StatusOK, clientID, codeInvalidRequest, "the server's session ended before it answered")
 		case <-r.Context().Done():
 		}
 		return http.StatusOK
@@ -234,7 +255,7 @@ func (s *session) call(w http.ResponseWriter, r *http.Request, line []byte, msg 
 						return http.StatusOK
 					}
 				default:
-					b := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"aegis: the server's session ended before it answered"}}`, msg.ID, codeInvalidRequest)
+					b := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"aegis: the server's session ended before it answered"}}`, clientID, codeInvalidRequest)
 					writeEvent(rc, w, b)
 					return http.StatusOK
 				}
@@ -401,6 +422,15 @@ func (s *session) route(line []byte) {
 			delete(s.calls, key) // a later request may reuse the id
 		}
 		s.mu.Unlock()
+		if ex != nil && ex.discover && speaksNoStateless(proxy.Member(line, "error")) {
+			// A server of the older revisions only: later stateless
+			// requests are told so at once, and this relay, idle, ends.
+			s.h.markLegacy(s.server)
+			defer s.end()
+		}
+		if ex != nil && ex.restore != nil {
+			line = proxy.WithMember(line, "id", ex.restore)
+		}
 		if ex == nil || !ex.deliver(item{msg: line, final: true}) {
 			s.h.log.Info("serve: an answer found its request gone", "server", s.server, "session", s.id, "id", string(msg.ID))
 		}
@@ -420,11 +450,26 @@ func (s *session) route(line []byte) {
 }
 
 // unrelated sends a message that belongs to no request to the GET stream,
-// else to the newest POST stream, else to the backlog.
+// else to the newest POST stream, else to the backlog. A stateless
+// relay's go to its newest listen stream, or nowhere: a stateless
+// request's stream carries that request's messages only.
 func (s *session) unrelated(line []byte) {
 	for {
 		s.mu.Lock()
 		ex := s.get
+		if s.stateless {
+			ex = nil
+			for i := len(s.streams) - 1; i >= 0; i-- {
+				if s.streams[i].listen {
+					ex = s.streams[i]
+					break
+				}
+			}
+			if ex == nil {
+				s.mu.Unlock()
+				return
+			}
+		}
 		if ex == nil && len(s.streams) > 0 {
 			ex = s.streams[len(s.streams)-1]
 		}
