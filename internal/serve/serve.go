@@ -139,9 +139,9 @@ type Handler struct {
 	stateless map[string]*session // the stateless relays, by server, principal and roles
 	startMu   sync.Mutex          // one stateless relay starts at a time
 	legacy    map[string]bool     // servers that speak no stateless revision, by name
-	closing  bool
-	relays   sync.WaitGroup
-	stop     chan struct{}
+	closing   bool
+	relays    sync.WaitGroup
+	stop      chan struct{}
 }
 
 // New returns a Handler; Close (or Shutdown) ends its sessions.
