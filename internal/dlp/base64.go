@@ -447,6 +447,15 @@ func redactedAt(s string, redact func(Kind) bool, depth int) (string, Kind) {
 		}
 		b = append(b, s[pos:r.start]...)
 		if changed == 1 {
+			// The run written back must hold nothing at any alignment: the
+			// marker's bytes shift what the others decode to, and one of
+			// them may now read a secret the first finding hid (an AWS
+			// key, then a "key = value" a line below).
+			if again, _ := redactedAt(string(red), redact, depth); again != string(red) {
+				changed = 2
+			}
+		}
+		if changed == 1 {
 			b = append(b, red...)
 		} else {
 			// Two alignments hold a secret, or this one cannot be written back
