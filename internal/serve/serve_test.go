@@ -465,3 +465,35 @@ func TestStatelessRefusals(t *testing.T) {
 		t.Errorf("tools/list: %d %q", resp.StatusCode, body)
 	}
 }
+
+// TestStatelessProgress: two clients of one principal send, at the same
+// moment, requests with the same id and the same progress token; each
+// stream carries its own request's progress, under the client's token,
+// and its own answer, under the client's id.
+func TestStatelessProgress(t *testing.T) {
+	ts, _, _ := testServe(t, nil)
+	url := ts.URL + "/mcp/demo"
+	call := func(to int) string {
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count","arguments":{"to":%d},"_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, to)
+		_, got := post(t, url, map[string]string{"X-Test-Principal": "alice", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "count"}, body)
+		return got
+	}
+	// The tools are listed first, as a client does.
+	post(t, url, map[string]string{"X-Test-Principal": "alice", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+		`{"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	var wg sync.WaitGroup
+	got := make([]string, 2)
+	for i, to := range []int{2, 4} {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = call(to) }()
+	}
+	wg.Wait()
+	for i, to := range []int{2, 4} {
+		other := 6 - to
+		if !strings.Contains(got[i], fmt.Sprintf(`"total":%d`, to)) || strings.Contains(got[i], fmt.Sprintf(`"total":%d`, other)) ||
+			!strings.Contains(got[i], `"progressToken":"t"`) || strings.Contains(got[i], `"aegis-p-`) || strings.Contains(got[i], `"id":"aegis-`) ||
+			!strings.Contains(got[i], `"id":1,`) || !strings.Contains(got[i], fmt.Sprintf("counted to %d", to)) {
+			t.Errorf("the stream of count to %d:\n%s", to, got[i])
+		}
+	}
+}

@@ -57,9 +57,10 @@ type exchange struct {
 	out  chan item
 	gone chan struct{} // closed when the handler stopped reading out
 	sse  bool
-	// restore, if set, is the client's id of the request, which aegis
-	// replaced with its own (a stateless request): the answer gets it back.
-	restore []byte
+	// restore, if set, is what aegis replaced in a stateless request
+	// (its id, its progress token): what the relay sends about it gets
+	// the client's back.
+	restore *restored
 	// listen says the request is a subscriptions/listen: its stream takes
 	// the server's notifications (stateless).
 	listen bool
@@ -171,7 +172,7 @@ func acceptsSSE(r *http.Request) bool {
 // carries the messages about the request (its progress) and, when no
 // other stream is open, the session's other messages. It returns the
 // status written.
-func (s *session) call(w http.ResponseWriter, r *http.Request, line []byte, msg proxy.Inspected, restore []byte) int {
+func (s *session) call(w http.ResponseWriter, r *http.Request, line []byte, msg proxy.Inspected, restore *restored) int {
 	key, ok := proxy.IDKey(msg.ID)
 	if !ok {
 		s.h.failRPC(w, s.server, http.StatusBadRequest, msg.ID, codeInvalidRequest, "request id %.40s is not a string or an integer", msg.ID)
@@ -182,7 +183,7 @@ func (s *session) call(w http.ResponseWriter, r *http.Request, line []byte, msg 
 	ex.discover = s.stateless && msg.Method == "server/discover"
 	clientID := msg.ID
 	if restore != nil {
-		clientID = restore
+		clientID = restore.id
 	}
 	var token string
 	if t := proxy.Member(proxy.Member(msg.Params, "_meta"), "progressToken"); t != nil {
@@ -429,7 +430,7 @@ func (s *session) route(line []byte) {
 			defer s.end()
 		}
 		if ex != nil && ex.restore != nil {
-			line = proxy.WithMember(line, "id", ex.restore)
+			line = proxy.WithMember(line, "id", ex.restore.id)
 		}
 		if ex == nil || !ex.deliver(item{msg: line, final: true}) {
 			s.h.log.Info("serve: an answer found its request gone", "server", s.server, "session", s.id, "id", string(msg.ID))
@@ -441,6 +442,9 @@ func (s *session) route(line []byte) {
 			s.mu.Lock()
 			ex := s.tokens[key]
 			s.mu.Unlock()
+			if ex != nil && ex.restore != nil && ex.restore.token != nil {
+				line = proxy.WithMember(line, "params", proxy.WithMember(msg.Params, "progressToken", ex.restore.token))
+			}
 			if ex != nil && ex.sse && ex.deliver(item{msg: line}) {
 				return
 			}

@@ -91,11 +91,35 @@ func (h *Handler) postStateless(w http.ResponseWriter, r *http.Request, name str
 		h.observe(name, http.StatusAccepted)
 		return
 	}
+	n := s.next.Add(1)
 	restore := slices.Clone(msg.ID)
-	own := fmt.Appendf(nil, `"aegis-%d"`, s.next.Add(1))
+	own := fmt.Appendf(nil, `"aegis-%d"`, n)
 	line = proxy.WithMember(line, "id", own)
 	msg.ID = own
-	h.observe(name, s.call(w, r, line, msg, restore))
+	// So is its progress token, which two clients may share as well.
+	var token []byte
+	if meta := proxy.Member(msg.Params, "_meta"); meta != nil {
+		if t := proxy.Member(meta, "progressToken"); t != nil {
+			token = slices.Clone(t)
+			ownToken := fmt.Appendf(nil, `"aegis-p-%d"`, n)
+			params := proxy.WithMember(msg.Params, "_meta", proxy.WithMember(meta, "progressToken", ownToken))
+			line = proxy.WithMember(line, "params", params)
+			m, err := proxy.Inspect(line, h.cfg.MaxDepth)
+			if err != nil { // not reached: one valid value replaced another
+				h.failRPC(w, name, http.StatusBadRequest, restore, codeInvalidRequest, "invalid message: %v", err)
+				return
+			}
+			msg = m
+		}
+	}
+	h.observe(name, s.call(w, r, line, msg, &restored{id: restore, token: token}))
+}
+
+// restored is what aegis replaced in a stateless request and gives back
+// in what the relay sends about it: the client's id, and its progress
+// token (nil when it sent none).
+type restored struct {
+	id, token []byte
 }
 
 // statelessSession is the relay serving who's stateless requests to
