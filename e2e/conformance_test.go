@@ -35,6 +35,8 @@ policy: policy.yaml
 servers:
   conformance:
     command: %s
+  remote:
+    url: %s
 serve:
   auth: {none: conformance}
 `
@@ -76,16 +78,24 @@ func TestConformanceThroughServe(t *testing.T) {
 	server := filepath.Join(e2eDir, conformanceServer)
 
 	cmd, _ := json.Marshal([]string{node, server})
-	writeFiles(t, home, map[string]string{
-		"serve.yaml":  fmt.Sprintf(conformanceConfig, cmd),
-		"policy.yaml": conformancePolicy,
-	})
-	s := startServe(t, env, filepath.Join(home, "serve.yaml"), "conformance")
 	bareURL := startBare(t, node, env, server)
+	// The same server twice behind aegis: a stdio instance per session,
+	// and the bare HTTP one as a remote upstream.
+	writeFiles(t, home, map[string]string{
+		"serve.yaml":  fmt.Sprintf(conformanceConfig, cmd, bareURL),
+		"policy.yaml": strings.ReplaceAll(conformancePolicy, "server: conformance", "server: [conformance, remote]"),
+	})
+	s := startServe(t, env, filepath.Join(home, "serve.yaml"), "conformance", "remote")
 
-	var bare, through map[string]scenarioResult
-	var bareTook, throughTook time.Duration
+	var bare, through, remote map[string]scenarioResult
+	var bareTook, throughTook, remoteTook time.Duration
 	err := parallel(
+		func() (err error) {
+			start := time.Now()
+			remote, err = runConformance(node, env, s.urls["remote"])
+			remoteTook = time.Since(start)
+			return err
+		},
 		func() (err error) {
 			start := time.Now()
 			bare, err = runConformance(node, env, bareURL)
@@ -105,16 +115,24 @@ func TestConformanceThroughServe(t *testing.T) {
 	}
 	t.Logf("bare:          %s (%v)", tally(bare), bareTook.Round(time.Millisecond))
 	t.Logf("through aegis: %s (%v)", tally(through), throughTook.Round(time.Millisecond))
+	t.Logf("remote:        %s (%v)", tally(remote), remoteTook.Round(time.Millisecond))
 
 	for _, name := range slices.Sorted(maps.Keys(bare)) {
-		b, a := bare[name], through[name]
-		switch {
-		case !b.passed():
+		b := bare[name]
+		if !b.passed() {
 			t.Logf("%s: fails bare (so it tests nothing here): %s", name, strings.Join(b.failures, "; "))
-		case a.checks == 0:
-			t.Errorf("%s: passes bare, but did not run through aegis", name)
-		case !a.passed():
-			t.Errorf("%s: passes bare, fails through aegis: %s", name, strings.Join(a.failures, "; "))
+			continue
+		}
+		for _, via := range []struct {
+			how string
+			got map[string]scenarioResult
+		}{{"through aegis", through}, {"through aegis to the remote server", remote}} {
+			switch a := via.got[name]; {
+			case a.checks == 0:
+				t.Errorf("%s: passes bare, but did not run %s", name, via.how)
+			case !a.passed():
+				t.Errorf("%s: passes bare, fails %s: %s", name, via.how, strings.Join(a.failures, "; "))
+			}
 		}
 	}
 	for name := range through {

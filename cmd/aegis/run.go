@@ -228,6 +228,9 @@ func (l *launched) close() {
 // the server takes on its command line.
 func launch(name string, cfg *config.Config, eng *gateway.Engine, sess *gateway.Session, argv, bases []string, stderr io.Writer) (*launched, error) {
 	relay := cfg.Relay[name]
+	if relay.URL != "" {
+		return remote(name, relay)
+	}
 	l := &launched{cmd: exec.Command(argv[0], argv[1:]...)}
 	ok := false
 	defer func() {
@@ -299,6 +302,27 @@ func launch(name string, cfg *config.Config, eng *gateway.Engine, sess *gateway.
 	}
 	ok = true
 	return l, nil
+}
+
+// remote is a server at a URL: aegis's own bridge (`aegis upstream`)
+// in place of its process. There is no process of the server's here to
+// confine; the bridge gets the token from the variable bearer_env names,
+// and nothing else of aegis's environment.
+func remote(name string, relay config.Relay) (*launched, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", name, err)
+	}
+	cmd := exec.Command(self, "upstream", "--url", relay.URL)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if relay.BearerEnv != "" {
+		token := os.Getenv(relay.BearerEnv)
+		if token == "" {
+			return nil, fmt.Errorf("server %q: bearer_env %s is not set", name, relay.BearerEnv)
+		}
+		cmd.Env = append(cmd.Env, upstreamBearer+"="+token)
+	}
+	return &launched{cmd: cmd}, nil
 }
 
 // unboundTools reports whether any tool of srv runs unbound.

@@ -67,10 +67,12 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 			// A server that takes its allowed directories on its
 			// command line resolves relative paths against them.
 			bases[s.Name] = cfg.ServerArgs(s.Name, cmd, wd)
+		} else if cfg.Relay[s.Name].URL != "" {
+			names = append(names, s.Name)
 		}
 	}
 	if len(names) == 0 {
-		return fmt.Errorf("%s: no server has a command: aegis serve starts each server it serves from its command: [...]", *cfgPath)
+		return fmt.Errorf("%s: no server has a command: aegis serve starts each server it serves from its command: [...], or reaches it at its url:", *cfgPath)
 	}
 	sort.Strings(names)
 	eng, err := cfg.Engine()

@@ -246,6 +246,11 @@ type fileServer struct {
 	// Command is the server's command line, which `aegis serve` starts
 	// (`aegis run` takes it after --).
 	Command strictyaml.StringList `yaml:"command"`
+	// URL is a remote server's Streamable HTTP endpoint, which `aegis
+	// serve` relays to in place of a command; BearerEnv names the
+	// environment variable holding the token aegis presents to it.
+	URL       string `yaml:"url"`
+	BearerEnv string `yaml:"bearer_env"`
 }
 
 // local reports whether the server runs on this machine, so that its
@@ -410,6 +415,9 @@ type Relay struct {
 	// Command is the server's command line, for `aegis serve`; nil when
 	// the configuration gives none.
 	Command []string
+	// URL is a remote server's endpoint, in place of Command; BearerEnv
+	// names the variable holding the token aegis presents to it.
+	URL, BearerEnv string
 }
 
 // Serve is how `aegis serve` serves (the configuration's serve:).
@@ -783,7 +791,19 @@ func Parse(file string, data []byte, readFile func(string) ([]byte, error)) (*Co
 			}
 		}
 		c.Relay[name] = Relay{MaxMessageBytes: fs.MaxMessageBytes, StderrLogBytes: fs.StderrLogBytes, MaxInFlight: fs.MaxInFlight, CallTimeout: fs.CallTimeout,
-			Sandbox: sbMode, Env: fs.Env, Credentials: creds, Command: fs.Command}
+			Sandbox: sbMode, Env: fs.Env, Credentials: creds, Command: fs.Command, URL: fs.URL, BearerEnv: fs.BearerEnv}
+		if fs.URL != "" {
+			u, err := url.Parse(fs.URL)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.Fragment != "" {
+				return nil, strictyaml.ErrorAt(fs.Pos, "server %q: url %q: want an http(s) URL without credentials (bearer_env names the token's variable)", name, fs.URL)
+			}
+			if len(fs.Command) > 0 {
+				return nil, strictyaml.ErrorAt(fs.Pos, "server %q: command and url: a server is started or reached, not both", name)
+			}
+		}
+		if fs.BearerEnv != "" && fs.URL == "" {
+			return nil, strictyaml.ErrorAt(fs.Pos, "server %q: bearer_env is for a server at a url", name)
+		}
 		if sem.ArgDirs {
 			r := c.Relay[name]
 			r.ArgDirsAfter = sem.ArgDirsAfter

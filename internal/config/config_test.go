@@ -136,6 +136,10 @@ func TestParseErrors(t *testing.T) {
 		{"serve idle timeout", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {idle_timeout: 5, auth: {none: me}}\n", `idle_timeout "5"`},
 		{"state not postgres", "version: 1\npolicy: p.yaml\nservers: {}\nstate: {postgres: 'mysql://db/aegis'}\n", `c.yaml:4:8: state: postgres: want a postgres:// URL`},
 		{"state with a password", "version: 1\npolicy: p.yaml\nservers: {}\nstate: {postgres: 'postgres://aegis:hunter2@db/aegis'}\n", `the URL holds a password`},
+		{"url with credentials", "version: 1\npolicy: p.yaml\nservers:\n  r: {url: 'https://u:p@mcp.example/mcp'}\n", `server "r": url "https://u:p@mcp.example/mcp": want an http(s) URL without credentials`},
+		{"url not http", "version: 1\npolicy: p.yaml\nservers:\n  r: {url: 'file:///etc/passwd'}\n", `want an http(s) URL`},
+		{"url and command", "version: 1\npolicy: p.yaml\nservers:\n  r: {url: 'https://mcp.example/mcp', command: [x]}\n", `command and url`},
+		{"bearer without url", "version: 1\npolicy: p.yaml\nservers:\n  r: {bearer_env: TOKEN, command: [x]}\n", `bearer_env is for a server at a url`},
 		{"serve unknown key", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {port: 5, auth: {none: me}}\n", `unknown key "port"`},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,285 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/aegis-mcp/aegis/internal/proxy"
+)
+
+// This file is the other end: a remote MCP server over Streamable HTTP as
+// the relay's upstream. The relay speaks to a process over stdio; Bridge
+// is that process for a server at a URL (`aegis upstream`, which aegis
+// serve starts in place of a server's command): each line it reads is
+// POSTed, and each message of the answers, JSON or SSE, and of the
+// session's GET stream is written back as a line. The relay decides and
+// records as for any server; the bridge adds nothing of the client's:
+// its credentials are the configuration's (header), never the caller's.
+
+// maxLine bounds one message read from the relay or the server.
+const maxLine = 64 << 20
+
+// Bridge relays the lines of in to the MCP server at url and the server's
+// messages to out, until in ends (then it ends the server's session) or
+// ctx is done. header is sent with every request (the upstream's
+// credentials).
+func Bridge(ctx context.Context, in io.Reader, out io.Writer, url string, client *http.Client, header http.Header) error {
+	b := &bridge{url: url, client: client, header: header, out: out}
+	// The GET stream lasts as long as the session: it ends when in does.
+	listenCtx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	var listening sync.WaitGroup
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var wg sync.WaitGroup
+	for sc.Scan() {
+		line := bytes.Clone(sc.Bytes())
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		msg, err := proxy.Inspect(line, 256)
+		if err != nil {
+			continue // the relay writes valid messages
+		}
+		if msg.Kind == proxy.Request && msg.Method == "initialize" {
+			// The session id comes with its answer: the rest waits.
+			b.post(ctx, line, msg)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.post(ctx, line, msg)
+		}()
+		if msg.Kind == proxy.Notification && msg.Method == "notifications/initialized" {
+			b.listenOnce(listenCtx, &listening)
+		}
+	}
+	wg.Wait()
+	stopListening()
+	listening.Wait()
+	b.end(ctx)
+	return sc.Err()
+}
+
+type bridge struct {
+	url    string
+	client *http.Client
+	header http.Header
+
+	omu sync.Mutex
+	out io.Writer
+
+	mu        sync.Mutex
+	session   string // Mcp-Session-Id, once the server gave one
+	revision  string // the revision initialize agreed on
+	listening bool
+}
+
+// write writes one message of the server's, as one line.
+func (b *bridge) write(msg []byte) {
+	var buf bytes.Buffer
+	if json.Compact(&buf, msg) != nil {
+		return
+	}
+	buf.WriteByte('\n')
+	b.omu.Lock()
+	b.out.Write(buf.Bytes())
+	b.omu.Unlock()
+}
+
+// request builds an HTTP request of method with body.
+func (b *bridge) request(ctx context.Context, method string, body []byte, msg *proxy.Inspected) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, b.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, vs := range b.header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	b.mu.Lock()
+	session, revision := b.session, b.revision
+	b.mu.Unlock()
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if msg != nil {
+		// A request of revision 2026-07-28 names its revision, method and
+		// target in headers too.
+		var rev string
+		if raw := proxy.Member(proxy.Member(msg.Params, "_meta"), metaProtocolVersion); len(raw) > 0 && raw[0] == '"' {
+			json.Unmarshal(raw, &rev)
+		}
+		if rev >= statelessRevision {
+			revision = rev
+			req.Header.Set("Mcp-Method", msg.Method)
+			for _, key := range []string{"name", "uri"} {
+				if raw := proxy.Member(msg.Params, key); len(raw) > 0 && raw[0] == '"' {
+					var v string
+					json.Unmarshal(raw, &v)
+					req.Header.Set("Mcp-Name", v)
+					break
+				}
+			}
+		}
+	}
+	if revision != "" {
+		req.Header.Set("Mcp-Protocol-Version", revision)
+	}
+	return req, nil
+}
+
+// post sends one message and writes what the server answers.
+func (b *bridge) post(ctx context.Context, line []byte, msg proxy.Inspected) {
+	req, err := b.request(ctx, http.MethodPost, line, &msg)
+	if err != nil {
+		b.fail(msg, err)
+		return
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.fail(msg, err)
+		return
+	}
+	defer resp.Body.Close()
+	if msg.Method == "initialize" {
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			b.mu.Lock()
+			b.session = id
+			b.mu.Unlock()
+		}
+	}
+	switch {
+	case resp.StatusCode == http.StatusAccepted:
+		return
+	case resp.StatusCode/100 != 2:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		// A JSON-RPC error in the body is the server's answer.
+		if m, err := proxy.Inspect(bytes.TrimSpace(body), 256); err == nil && m.Kind == proxy.Response {
+			b.write(body)
+			return
+		}
+		b.fail(msg, fmt.Errorf("HTTP %s: %s", resp.Status, strings.TrimSpace(string(body))))
+		return
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b.events(resp.Body, msg)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLine))
+	if err != nil {
+		b.fail(msg, err)
+		return
+	}
+	b.answered(msg, body)
+	b.write(body)
+}
+
+// answered notes what initialize agreed on.
+func (b *bridge) answered(msg proxy.Inspected, body []byte) {
+	if msg.Method != "initialize" {
+		return
+	}
+	var r struct {
+		Result struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(body, &r) == nil && r.Result.ProtocolVersion != "" {
+		b.mu.Lock()
+		b.revision = r.Result.ProtocolVersion
+		b.mu.Unlock()
+	}
+}
+
+// events writes the messages of an SSE stream.
+func (b *bridge) events(body io.Reader, msg proxy.Inspected) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var data []byte
+	for sc.Scan() {
+		l := sc.Bytes()
+		switch {
+		case len(l) == 0:
+			if len(data) > 0 {
+				b.answered(msg, data)
+				b.write(data)
+				data = data[:0]
+			}
+		case bytes.HasPrefix(l, []byte("data:")):
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))...)
+		}
+	}
+	if len(data) > 0 {
+		b.write(data)
+	}
+}
+
+// fail answers a request the server could not be asked with an error
+// saying why; a notification or response is dropped.
+func (b *bridge) fail(msg proxy.Inspected, err error) {
+	if msg.Kind != proxy.Request {
+		return
+	}
+	text, _ := json.Marshal("aegis: the upstream server could not be reached: " + err.Error())
+	b.write(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":%s}}`, msg.ID, text))
+}
+
+// listenOnce opens the session's GET stream, once, for what the server
+// sends unasked; a server without one says 405.
+func (b *bridge) listenOnce(ctx context.Context, wg *sync.WaitGroup) {
+	b.mu.Lock()
+	if b.listening || b.revision >= statelessRevision {
+		b.mu.Unlock()
+		return
+	}
+	b.listening = true
+	b.mu.Unlock()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		req, err := b.request(ctx, http.MethodGet, nil, nil)
+		if err != nil {
+			return
+		}
+		resp, err := b.client.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			b.events(resp.Body, proxy.Inspected{})
+		}
+	}()
+}
+
+// end ends the server's session, if it gave one.
+func (b *bridge) end(ctx context.Context) {
+	b.mu.Lock()
+	session := b.session
+	b.mu.Unlock()
+	if session == "" {
+		return
+	}
+	req, err := b.request(context.WithoutCancel(ctx), http.MethodDelete, nil, nil)
+	if err != nil {
+		return
+	}
+	if resp, err := b.client.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
