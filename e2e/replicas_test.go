@@ -3,9 +3,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,5 +130,71 @@ func TestServeReplicasShareApprovals(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("A's chain does not show %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestServeReplicasShareCaps: a principal's stateless requests (revision
+// 2026-07-28) reach whichever replica the load balancer picks; a tool's
+// per_session cap holds across both, under concurrent calls: exactly that
+// many calls reach a server, whatever the spread.
+func TestServeReplicasShareCaps(t *testing.T) {
+	pg := pgtest.Schema(t, pgtest.URL(t))
+	dir := tempDir(t)
+	cmd, _ := json.Marshal([]string{aegisBin, "demo-server", "--quiet", "--root", dir})
+	config := "version: 1\npolicy: policy.yaml\nstate: {postgres: '" + pg + "'}\nservers:\n  demo:\n    bindings: bindings.yaml\n    schema: off\n    command: " + string(cmd) +
+		"\n    tools:\n      echo: {caps: {per_session: 3}}\nserve:\n  auth: {none: alice}\n"
+	var urls []string
+	for _, name := range []string{"a", "b"} {
+		d := filepath.Join(dir, name)
+		writeFiles(t, d, map[string]string{"aegis.yaml": config, "bindings.yaml": crashBindings, "policy.yaml": crashPolicy})
+		s := startServe(t, baseEnv(dir, filepath.Join(d, "state")), filepath.Join(d, "aegis.yaml"), "demo")
+		defer s.stop(t)
+		urls = append(urls, s.urls["demo"])
+	}
+	var mu sync.Mutex
+	answers := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call-%d"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, i, i)
+			req, _ := http.NewRequest(http.MethodPost, urls[i%2], strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+			req.Header.Set("Mcp-Method", "tools/call")
+			req.Header.Set("Mcp-Name", "echo")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var m struct {
+				Result struct {
+					IsError bool `json:"isError"`
+					Content []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"result"`
+			}
+			json.Unmarshal(b, &m)
+			what := "other: " + string(b)
+			switch {
+			case !m.Result.IsError && len(m.Result.Content) == 1 && m.Result.Content[0].Text == fmt.Sprintf("call-%d", i):
+				what = "served"
+			case m.Result.IsError && strings.Contains(string(b), "per_session cap"):
+				what = "capped"
+			}
+			mu.Lock()
+			answers[what]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if answers["served"] != 3 || answers["capped"] != 9 {
+		t.Errorf("answers %v, want 3 served and 9 capped across the replicas", answers)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
+	"github.com/aegis-mcp/aegis/internal/capstore"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/envelope"
@@ -99,6 +100,18 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer approvals.Close()
+	if cfg.StatePostgres != "" {
+		// A principal's stateless requests reach any replica: its caps
+		// are counted where every replica counts them.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		caps, err := capstore.Open(ctx, cfg.StatePostgres, nil)
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer caps.Close()
+		eng.ShareCaps(caps)
+	}
 
 	var h *serve.Handler
 	metrics := newServeMetrics(func() int { return h.Sessions() }, approvals)

@@ -74,6 +74,8 @@ type Engine struct {
 	limits     args.Limits
 	sessions   *session.Store
 	principals map[string]map[string]string
+	// sharedCaps, if set, counts caps in place of sessions (ShareCaps).
+	sharedCaps CapStore
 	// defaultEgress gates the net.connect of servers with no egress
 	// configuration.
 	defaultEgress *egress.Checker

@@ -236,7 +236,7 @@ func (e *Engine) afterPolicy(ctx context.Context, v *Verdict, c *Call, r *route,
 		err = unattended(v, r.t, origin)
 	}
 	if err == nil && commit && v.Effect == policy.Allow && !c.Continues {
-		err = e.takeCap(c, r.t)
+		err = e.takeCap(ctx, c, r.t)
 	}
 	if err != nil {
 		v.refuse(err)

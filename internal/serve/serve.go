@@ -513,6 +513,11 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 	var b [16]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
+	if stateless {
+		// The same on every replica: what the session's state shares
+		// across them (its caps) is keyed by it.
+		id = statelessID(name, who)
+	}
 	h.mu.Lock()
 	switch {
 	case h.closing:

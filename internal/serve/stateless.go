@@ -2,6 +2,8 @@ package serve
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -181,4 +183,17 @@ func (h *Handler) isLegacy(server string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.legacy[server]
+}
+
+// statelessID is the session id of who's stateless requests to server:
+// derived, not drawn, so that every replica names it alike. It never
+// leaves aegis as a session id (a session-id lookup refuses it).
+func statelessID(server string, who Identity) string {
+	roles := slices.Clone(who.Roles)
+	slices.Sort(roles)
+	h := sha256.New()
+	for _, s := range append([]string{"aegis.stateless.v1", server, who.Principal}, roles...) {
+		fmt.Fprintf(h, "%d:%s", len(s), s)
+	}
+	return "stateless-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
