@@ -198,3 +198,61 @@ func TestServeReplicasShareCaps(t *testing.T) {
 		t.Errorf("answers %v, want 3 served and 9 capped across the replicas", answers)
 	}
 }
+
+// TestServeReplicasSharePins: a tool whose schema changed, seen by one
+// replica's server, is held on the other replica too, whose own server
+// still lists the old schema: the call there is refused as held.
+func TestServeReplicasSharePins(t *testing.T) {
+	node := needNodeV2(t)
+	pg := pgtest.Schema(t, pgtest.URL(t))
+	home, _, _ := v2Home(t, "")
+	cmd, _ := json.Marshal([]string{node, filepath.Join(e2eDir, v2Server)})
+	config := "version: 1\npolicy: policy.yaml\nstate: {postgres: '" + pg + "'}\nservers:\n  v2:\n    env: [AEGIS_E2E_V2_DRIFT]\n    command: " + string(cmd) + "\nserve:\n  auth: {none: alice}\n"
+	policy, err := os.ReadFile(filepath.Join(home, "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string, env ...string) *served {
+		d := filepath.Join(home, name)
+		writeFiles(t, d, map[string]string{"aegis.yaml": config, "policy.yaml": string(policy)})
+		return startServe(t, append(baseEnv(home, filepath.Join(d, "state")), env...), filepath.Join(d, "aegis.yaml"), "v2")
+	}
+	b := start("b")
+	defer b.stop(t)
+	call := func(url string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "pins", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		if _, err := cs.ListTools(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "drifting", Arguments: map[string]any{"x": "a"}})
+		if err != nil {
+			return err.Error()
+		}
+		var sb strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				sb.WriteString(tc.Text)
+			}
+		}
+		return sb.String()
+	}
+	if got := call(b.urls["v2"]); got != "drifting: a" {
+		t.Fatalf("replica B, pinning: %q", got)
+	}
+	// Replica A's server lists the changed schema: held, for both.
+	a := start("a", "AEGIS_E2E_V2_DRIFT=1")
+	defer a.stop(t)
+	if got := call(a.urls["v2"]); !strings.Contains(got, "held") {
+		t.Errorf("replica A, whose server changed the tool: %q, want it held", got)
+	}
+	if got := call(b.urls["v2"]); !strings.Contains(got, "held") {
+		t.Errorf("replica B, whose server did not: %q, want it held too", got)
+	}
+}

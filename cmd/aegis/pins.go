@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,28 @@ func cmdPins(argv []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("pins "+verb, stderr)
 	server := fs.String("server", "", "the server `name` whose pins to use (default: the only server with pins)")
+	cfgPath := fs.String("config", "", "a configuration `file` whose state: postgres holds the pins (replicas of aegis serve); then --server is needed")
 	if err := fs.Parse(argv); err != nil {
 		return exitError{2}
+	}
+	if *cfgPath != "" {
+		cfg, err := config.Load(*cfgPath)
+		if err != nil {
+			return err
+		}
+		if cfg.StatePostgres != "" {
+			if *server == "" {
+				return usageError(stderr, "pins: the pins are in PostgreSQL: say whose with --server")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			st, err := pin.OpenPostgres(ctx, cfg.StatePostgres, *server)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			return pinsVerb(verb, st, fs.Args(), stdout, stderr)
+		}
 	}
 	if verb == "list" && *server == "" {
 		// Every server's, each under its name, when there are several.
@@ -48,18 +69,26 @@ func cmdPins(argv []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	switch verb {
-	case "list":
-		if fs.NArg() > 0 {
-			return usageError(stderr, "usage: aegis pins list [--server NAME]")
-		}
-		return listPins(path, stdout)
-	case "accept":
-		s, err := openPins(path)
+	if verb == "list" || verb == "accept" || verb == "forget" {
+		st, err := openPins(path)
 		if err != nil {
 			return err
 		}
-		done, err := s.Accept(fs.Args(), time.Now())
+		return pinsVerb(verb, st, fs.Args(), stdout, stderr)
+	}
+	return usageError(stderr, "unknown pins command %q (want list, accept or forget)", verb)
+}
+
+// pinsVerb runs `aegis pins VERB ARGS` on the pins in s.
+func pinsVerb(verb string, s *pin.Store, args []string, stdout, stderr io.Writer) error {
+	switch verb {
+	case "list":
+		if len(args) > 0 {
+			return usageError(stderr, "usage: aegis pins list [--server NAME]")
+		}
+		return printPins(s, stdout)
+	case "accept":
+		done, err := s.Accept(args, time.Now())
 		if err != nil {
 			return err
 		}
@@ -71,17 +100,13 @@ func cmdPins(argv []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	case "forget":
-		if fs.NArg() == 0 {
+		if len(args) == 0 {
 			return usageError(stderr, "usage: aegis pins forget [--server NAME] TOOL...")
 		}
-		s, err := openPins(path)
-		if err != nil {
+		if err := s.Forget(args); err != nil {
 			return err
 		}
-		if err := s.Forget(fs.Args()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "forgot %s: the next definition listed is pinned\n", strings.Join(fs.Args(), ", "))
+		fmt.Fprintf(stdout, "forgot %s: the next definition listed is pinned\n", strings.Join(args, ", "))
 		return nil
 	}
 	return usageError(stderr, "unknown pins command %q (want list, accept or forget)", verb)
@@ -120,6 +145,11 @@ func listPins(path string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return printPins(s, stdout)
+}
+
+// printPins lists the pins of s.
+func printPins(s *pin.Store, stdout io.Writer) error {
 	all, err := s.All()
 	if err != nil {
 		return err

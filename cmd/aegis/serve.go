@@ -231,11 +231,20 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 	if err := chain.TidyLanes(chainRoot, name, ln, &chain.Options{Logger: logger}); err != nil {
 		warnEach(stderr, err)
 	}
-	pins, err := pin.Open(state.PinFile(name))
+	var pins *pin.Store
+	if cfg.StatePostgres != "" {
+		// A tool one replica holds is held on all.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		pins, err = pin.OpenPostgres(ctx, cfg.StatePostgres, name)
+		cancel()
+	} else {
+		pins, err = pin.Open(state.PinFile(name))
+	}
 	if err != nil {
 		closeAll()
 		return nil, nil, err
 	}
+	closers = append(closers, func() { pins.Close() })
 	var envs *envelope.Store
 	if cfg.Envelopes {
 		if envs, err = envelope.Open(state.Envelopes(name), cfg.EnvelopeRetention); err != nil {

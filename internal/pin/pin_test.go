@@ -1,12 +1,14 @@
 package pin
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/pgtest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -94,9 +96,27 @@ func TestParseRefuses(t *testing.T) {
 }
 
 func TestStoreLifecycle(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "pins", "fs.json")
-	s, err := Open(path)
+	t.Run("file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "pins", "fs.json")
+		testStoreLifecycle(t, false, func() (*Store, error) { return Open(path) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		where := pgtest.Schema(t, pgtest.URL(t))
+		testStoreLifecycle(t, true, func() (*Store, error) {
+			s, err := OpenPostgres(context.Background(), where, "fs")
+			if err == nil {
+				t.Cleanup(func() { s.Close() })
+			}
+			return s, err
+		})
+	})
+}
+
+// testStoreLifecycle is TestStoreLifecycle on the stores open opens, all
+// of one server; shared says they are shared by replicas, where only a
+// person releases a hold.
+func testStoreLifecycle(t *testing.T, shared bool, open func() (*Store, error)) {
+	s, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +140,9 @@ func TestStoreLifecycle(t *testing.T) {
 		{"changed again", rug, Held, true},
 	}
 	for _, st := range steps {
+		if shared && st.name == "back to the pinned definition releases" {
+			st.want, st.held = Held, true
+		}
 		got, err := s.Observe([]*Def{st.def}, t0)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
@@ -138,7 +161,7 @@ func TestStoreLifecycle(t *testing.T) {
 
 	// Another process (a second Store on the same file) accepts; the first
 	// sees the release at once.
-	other, err := Open(path)
+	other, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +189,8 @@ func TestStoreLifecycle(t *testing.T) {
 		t.Errorf("the accepted definition listed again: %v, want same", got[0])
 	}
 
-	// Reopened from disk: the same pins.
-	again, err := Open(path)
+	// Reopened: the same pins.
+	again, err := open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,4 +259,56 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("re-parse: %v", err)
 		}
 	})
+}
+
+// TestPostgresHeldOnAll: with pins in PostgreSQL, a tool one replica
+// holds (its server listed a changed shape) is held on another at once,
+// though that one had it pinned and unheld in memory.
+func TestPostgresHeldOnAll(t *testing.T) {
+	where := pgtest.Schema(t, pgtest.URL(t))
+	ctx := context.Background()
+	a, err := OpenPostgres(ctx, where, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenPostgres(ctx, where, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	orig := mustParse(t, base)
+	rug := mustParse(t, strings.Replace(base, `,"required":["path"]`, `,"required":["path"],"additionalProperties":true`, 1))
+	if _, err := a.Observe([]*Def{orig}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if p, ok, err := b.Lookup("read_file"); err != nil || !ok || p.Held() {
+		t.Fatalf("b before: %+v %v %v", p, ok, err)
+	}
+	if got, err := a.Observe([]*Def{rug}, t0); err != nil || got[0] != Held {
+		t.Fatalf("a observes the change: %v %v", got, err)
+	}
+	if p, ok, err := b.Lookup("read_file"); err != nil || !ok || !p.Held() {
+		t.Errorf("b after a held it: held %v (%v %v), want held", p.Held(), ok, err)
+	}
+	// A replica that never saw the tool does not pin the changed one:
+	// it finds the hold.
+	c, err := OpenPostgres(ctx, where, "fs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := c.Observe([]*Def{rug}, t0); err != nil || got[0] != Held {
+		t.Errorf("a new replica listing the changed tool: %v %v, want held", got, err)
+	}
+	// Another server's pins are its own.
+	d, err := OpenPostgres(ctx, where, "git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if _, ok, _ := d.Lookup("read_file"); ok {
+		t.Errorf("another server sees fs's pin")
+	}
 }

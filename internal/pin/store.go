@@ -2,6 +2,7 @@ package pin
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,10 +67,18 @@ type fileDoc struct {
 	Tools   map[string]*Pin `json:"tools"`
 }
 
-// Store holds the pins of one server, backed by a file. It is safe for
-// concurrent use, and for use by several processes at once.
+// Store holds the pins of one server, backed by a file, or by a row of a
+// PostgreSQL database that replicas of aegis serve share (OpenPostgres):
+// a tool held on one is held on all. It is safe for concurrent use, and
+// for use by several processes at once.
 type Store struct {
 	path string
+
+	// db, server and version back the store in PostgreSQL: the row of
+	// server, at version as last read or written.
+	db      *sql.DB
+	server  string
+	version int64
 
 	mu    sync.Mutex
 	tools map[string]*Pin
@@ -101,9 +110,12 @@ func Open(path string) (*Store, error) {
 // Path returns the file the store is kept in.
 func (s *Store) Path() string { return s.path }
 
-// reload reads the file if it changed since it was last read. Called with
-// s.mu held (or before s is shared).
+// reload reads the file (or row) if it changed since it was last read.
+// Called with s.mu held (or before s is shared).
 func (s *Store) reload() error {
+	if s.db != nil {
+		return s.reloadRow()
+	}
 	fi, err := os.Stat(s.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if s.tools == nil {
@@ -170,6 +182,9 @@ func decodeFile(path string, data []byte) (map[string]*Pin, error) {
 func (s *Store) update(fn func(tools map[string]*Pin) (changed bool, err error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.db != nil {
+		return s.updateRow(fn)
+	}
 	lock, err := filelock.OpenLocked(s.path + ".lock")
 	if err != nil {
 		return fmt.Errorf("pins: %w", err)
@@ -208,7 +223,8 @@ func (s *Store) write() error {
 // The first definition of a tool is pinned; a definition whose shape
 // differs from the pin holds the tool; one that differs only in its
 // annotations replaces the pin; the pinned definition listed again
-// releases a hold.
+// releases a hold, but for pins shared by replicas (OpenPostgres), where
+// only a person releases it.
 func (s *Store) Observe(defs []*Def, now time.Time) ([]Status, error) {
 	out := make([]Status, len(defs))
 	err := s.update(func(tools map[string]*Pin) (bool, error) {
@@ -228,6 +244,12 @@ func (s *Store) Observe(defs []*Def, now time.Time) ([]Status, error) {
 			case d.Full != p.Full:
 				p.Full, p.Def, p.Pending = d.Full, d.Raw, nil
 				out[i], changed = Described, true
+			case p.Pending != nil && s.db != nil:
+				// Shared by replicas, whose servers may differ while one
+				// is updated: the pinned definition listed by one does not
+				// release what another's changed definition held. A person
+				// does (aegis pins accept), or forgets the pin.
+				out[i] = Held
 			default:
 				out[i] = Same
 				if p.Pending != nil {
@@ -245,7 +267,10 @@ func (s *Store) Observe(defs []*Def, now time.Time) ([]Status, error) {
 func (s *Store) Lookup(tool string) (Pin, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p, ok := s.tools[tool]; ok && !p.Held() {
+	// A pin in a file is read again only when it is held or missing; a
+	// shared one always (its version, one query), since another replica
+	// may hold it now.
+	if p, ok := s.tools[tool]; ok && !p.Held() && s.db == nil {
 		return *p, true, nil
 	}
 	if err := s.reload(); err != nil {
