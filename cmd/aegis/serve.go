@@ -19,7 +19,6 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
-	"github.com/aegis-mcp/aegis/internal/capstore"
 	"github.com/aegis-mcp/aegis/internal/chain"
 	"github.com/aegis-mcp/aegis/internal/config"
 	"github.com/aegis-mcp/aegis/internal/envelope"
@@ -27,6 +26,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/pin"
 	"github.com/aegis-mcp/aegis/internal/proxy"
 	"github.com/aegis-mcp/aegis/internal/serve"
+	"github.com/aegis-mcp/aegis/internal/sharedstate"
 )
 
 // shutdownGrace is how long aegis serve lets the calls in flight finish
@@ -104,13 +104,22 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 		// A principal's stateless requests reach any replica: its caps
 		// are counted where every replica counts them.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		caps, err := capstore.Open(ctx, cfg.StatePostgres, nil)
+		caps, err := sharedstate.OpenCaps(ctx, cfg.StatePostgres, nil)
 		cancel()
 		if err != nil {
 			return err
 		}
 		defer caps.Close()
 		eng.ShareCaps(caps)
+		// And what a session read and was shown (taint, ids).
+		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+		sessions, err := sharedstate.OpenSessions(ctx, cfg.StatePostgres)
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer sessions.Close()
+		eng.ShareSessions(sessions)
 	}
 
 	var h *serve.Handler

@@ -74,7 +74,7 @@ var levels = map[string]int{
 	"internal/record":      1,
 	"internal/chain":       1,
 	"internal/approval":    1, // the questions put to a person, in a store processes share
-	"internal/capstore":    1, // caps counted in PostgreSQL, for replicas
+	"internal/sharedstate": 1, // session state replicas share, in PostgreSQL
 	"internal/sandbox":     1, // namespaces and Landlock around a server's process: syscalls, no policy
 	"internal/auth":        1, // who calls aegis serve: OAuth JWTs and API keys, no policy
 	// 2: the pipeline.
@@ -95,7 +95,7 @@ var levels = map[string]int{
 // sideways lists the imports allowed within one floor.
 var sideways = map[string][]string{
 	"internal/chain":       {"internal/record"},  // the log stores entries
-	"internal/capstore":    {"internal/session"}, // counts what session.Store counts, shared
+	"internal/sharedstate": {"internal/session"}, // keeps what session.Store keeps, shared
 	"internal/envelope":    {"internal/dlp"},     // an envelope is kept redacted
 	"internal/offline":     {"internal/config"},  // a table names a configuration; pins live in its state
 	"internal/egressproxy": {"internal/egress"},  // the proxy dials through the egress checker

@@ -74,8 +74,10 @@ type Engine struct {
 	limits     args.Limits
 	sessions   *session.Store
 	principals map[string]map[string]string
-	// sharedCaps, if set, counts caps in place of sessions (ShareCaps).
-	sharedCaps CapStore
+	// sharedCaps, if set, counts caps in place of sessions (ShareCaps);
+	// sharedSessions keeps taint and provenance for replicas too.
+	sharedCaps     CapStore
+	sharedSessions SharedSessions
 	// defaultEgress gates the net.connect of servers with no egress
 	// configuration.
 	defaultEgress *egress.Checker

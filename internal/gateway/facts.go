@@ -11,7 +11,7 @@ func (e *Engine) sessionFacts(c *Call) (capability.Origin, bool) {
 		return origin, taint
 	}
 	o, tainted, _ := e.sessions.State(c.Session)
-	if tainted {
+	if tainted || e.sharedTainted(c.Session) {
 		taint = true
 	}
 	if origin == capability.OriginUnknown {

@@ -113,7 +113,9 @@ func (e *Engine) prepare(c *Call, sc *scratch, r *route, v *Verdict) (req *polic
 		if !taint && s.ValueTaint && c.Session != "" {
 			// A value of an untrusted result in the arguments taints
 			// this call (R36).
-			taint, _ = e.sessions.CarriesTaint(c.Session, session.Tokens(nil, doc.Root()))
+			tokens := session.Tokens(nil, doc.Root())
+			taint, _ = e.sessions.CarriesTaint(c.Session, tokens)
+			taint = taint || e.sharedCarries(c.Session, tokens)
 		}
 		fwd, found, err = e.scanArguments(s, doc, fwd)
 	}

@@ -52,7 +52,7 @@ func (e *Engine) provenance(c *Call, b *binding.Binding, caps []capability.Capab
 			if len(ids) == 0 {
 				continue
 			}
-			if ok, why := e.sessions.Check(c.Session, k, ids); !ok {
+			if ok, why := e.sessions.Check(c.Session, k, ids); !ok && !e.sharedHas(c.Session, k, ids) {
 				return refusal(RuleProvenance, "%s: ids must come from this session's own results", why)
 			}
 			continue
@@ -100,7 +100,7 @@ func (e *Engine) flagUnproven(c *Call, b *binding.Binding, caps []capability.Cap
 		if e.isTrusted(cp.IDKind, cp.ID) {
 			continue
 		}
-		if ok, _ := e.sessions.Check(c.Session, cp.IDKind, []string{cp.ID}); !ok {
+		if ok, _ := e.sessions.Check(c.Session, cp.IDKind, []string{cp.ID}); !ok && !e.sharedHas(c.Session, cp.IDKind, []string{cp.ID}) {
 			cp.Unproven = true
 		}
 	}

@@ -44,6 +44,11 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 	valueTaint := t != nil && t.Untrusted && r.Session != "" && s.ValueTaint
 	if t != nil && t.Untrusted && r.Session != "" && !s.ValueTaint {
 		e.sessions.Taint(r.Session, source)
+		if e.sharedSessions != nil {
+			if err := e.sharedSessions.Taint(r.Session, source); err != nil {
+				return nil, nil, fmt.Errorf("result: the session's taint could not be shared: %w", err)
+			}
+		}
 	}
 	if s.DLP == nil && (t == nil || len(t.IDs) == 0) && !valueTaint {
 		return nil, nil, nil
@@ -66,7 +71,13 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 	root := doc.Root()
 	if valueTaint {
 		// An error's text is the server's words too: it taints.
-		e.sessions.TaintValues(r.Session, source, session.Tokens(nil, root))
+		tokens := session.Tokens(nil, root)
+		e.sessions.TaintValues(r.Session, source, tokens)
+		if e.sharedSessions != nil {
+			if err := e.sharedSessions.TaintValues(r.Session, source, tokens); err != nil {
+				return nil, nil, fmt.Errorf("result: the session's taint could not be shared: %w", err)
+			}
+		}
 	}
 	if s.DLP == nil && (t == nil || len(t.IDs) == 0) {
 		return nil, nil, nil
@@ -78,6 +89,11 @@ func (e *Engine) Result(r *ResultEvent) (out []byte, found []dlp.Located, err er
 			for _, src := range t.IDs {
 				ids = session.IDs(ids[:0], src.Pointer, root)
 				e.sessions.Record(r.Session, src.Kind, ids)
+				if e.sharedSessions != nil {
+					if err := e.sharedSessions.Record(r.Session, src.Kind, ids); err != nil {
+						return nil, nil, fmt.Errorf("result: the session's ids could not be shared: %w", err)
+					}
+				}
 			}
 		}
 	}

@@ -1,14 +1,15 @@
-// Package capstore counts calls against their caps (R18) in PostgreSQL,
-// for sessions that several replicas of aegis serve share: a principal's
-// stateless requests may reach any replica, and its caps must hold across
-// all of them, under concurrent load, with no call counted twice or
-// missed.
+// Package sharedstate keeps in PostgreSQL the session state that replicas
+// of aegis serve share: a principal's stateless requests may reach any
+// replica, so what its session has spent, read and proven must be known
+// to all of them.
 //
-// Each taking is one transaction that holds an advisory lock on the
+// Caps ([Store]): calls are counted against their caps (R18) across
+// every replica, under concurrent load, with no call counted twice or
+// missed. Each taking is one transaction that holds an advisory lock on the
 // session and tool, counts what the session took of the tool (in all,
 // in the turn, in the last minute) and records the call only when every
 // cap allows it.
-package capstore
+package sharedstate
 
 import (
 	"context"
@@ -44,7 +45,7 @@ CREATE INDEX IF NOT EXISTS cap_takes_session ON cap_takes (session, tool, at)
 const keep = 7 * 24 * time.Hour
 
 // Open opens the store in the database at url, creating its table.
-func Open(ctx context.Context, url string, now func() time.Time) (*Store, error) {
+func OpenCaps(ctx context.Context, url string, now func() time.Time) (*Store, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("caps: %w", err)

@@ -1,4 +1,4 @@
-package capstore
+package sharedstate
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestTakeAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
 	var stores [2]*Store
 	for i := range stores {
-		s, err := Open(ctx, where, nil)
+		s, err := OpenCaps(ctx, where, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestTakeAcrossReplicas(t *testing.T) {
 func TestTakeMinuteSlides(t *testing.T) {
 	where := pgtest.Schema(t, pgtest.URL(t))
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	s, err := Open(context.Background(), where, func() time.Time { return now })
+	s, err := OpenCaps(context.Background(), where, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,5 +91,50 @@ func TestTakeMinuteSlides(t *testing.T) {
 	now = now.Add(61 * time.Second)
 	if ok, _, _ := s.Take(context.Background(), "s", "a", "t", l); !ok {
 		t.Errorf("a minute later the cap still refuses")
+	}
+}
+
+// TestSessions: what one replica learns of a session (taint, values,
+// ids), another knows; other sessions know nothing of it.
+func TestSessions(t *testing.T) {
+	where := pgtest.Schema(t, pgtest.URL(t))
+	ctx := context.Background()
+	a, err := OpenSessions(ctx, where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := OpenSessions(ctx, where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := a.Taint("s1", "web/fetch"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.TaintValues("s1", "web/fetch", []string{"evil.example", "host:evil.example"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record("s1", "payee", []string{"p-1", "p-2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		got  func() (bool, error)
+		want bool
+	}{
+		{"tainted", func() (bool, error) { return b.Tainted("s1") }, true},
+		{"another session clean", func() (bool, error) { return b.Tainted("s2") }, false},
+		{"a tainted value", func() (bool, error) { return b.CarriesTaint("s1", []string{"x", "host:evil.example"}) }, true},
+		{"clean values", func() (bool, error) { return b.CarriesTaint("s1", []string{"x", "y"}) }, false},
+		{"values of another session", func() (bool, error) { return b.CarriesTaint("s2", []string{"evil.example"}) }, false},
+		{"ids returned", func() (bool, error) { return b.Has("s1", "payee", []string{"p-2", "p-1", "p-2"}) }, true},
+		{"one id not returned", func() (bool, error) { return b.Has("s1", "payee", []string{"p-1", "p-3"}) }, false},
+		{"another kind", func() (bool, error) { return b.Has("s1", "account", []string{"p-1"}) }, false},
+		{"another session's ids", func() (bool, error) { return b.Has("s2", "payee", []string{"p-1"}) }, false},
+	} {
+		if got, err := tt.got(); err != nil || got != tt.want {
+			t.Errorf("%s: %v %v, want %v", tt.name, got, err, tt.want)
+		}
 	}
 }
