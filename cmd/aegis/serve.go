@@ -124,9 +124,25 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 
 	var h *serve.Handler
 	metrics := newServeMetrics(func() int { return h.Sessions() }, approvals)
+	observe := metrics.decision
+	var tr *tracing
+	if cfg.Serve.OTLP != "" {
+		if tr, err = newTracing(context.Background(), cfg.Serve.OTLP); err != nil {
+			return fmt.Errorf("serve: otlp: %w", err)
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			tr.shutdown(ctx)
+		}()
+		observe = func(o gateway.Observation) {
+			metrics.decision(o)
+			tr.decision(o)
+		}
+	}
 	servers := map[string]*serve.Server{}
 	for _, name := range names {
-		srv, closeSrv, err := serveServer(name, cfg, eng, bases[name], state, approvals, metrics, logger, stderr)
+		srv, closeSrv, err := serveServer(name, cfg, eng, bases[name], state, approvals, metrics, observe, logger, stderr)
 		if err != nil {
 			return err
 		}
@@ -144,7 +160,11 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 		},
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp/", who.wrap(h))
+	var mcpHandler http.Handler = who.wrap(h)
+	if tr != nil {
+		mcpHandler = tr.wrap(mcpHandler)
+	}
+	mux.Handle("/mcp/", mcpHandler)
 	if who.metadata != nil {
 		// RFC 9728: where a client learns which authorization server
 		// issues aegis's tokens.
@@ -224,7 +244,7 @@ func loopbackHosts(addr, publicURL string) []string {
 
 // serveServer is server name as aegis serve serves it: its chain lane,
 // pins and envelopes, shared by its sessions, and what starts a session.
-func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []string, state config.State, approvals *approval.Store, metrics *serveMetrics, logger *slog.Logger, stderr io.Writer) (*serve.Server, func(), error) {
+func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []string, state config.State, approvals *approval.Store, metrics *serveMetrics, observe func(gateway.Observation), logger *slog.Logger, stderr io.Writer) (*serve.Server, func(), error) {
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -276,7 +296,7 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 		sc := &gateway.SessionConfig{
 			Server: name, ID: id, Principal: who.Principal, Roles: who.Roles, Origin: capability.Interactive,
 			Pins: pins, Log: log, Logger: quiet.With("server", name, "session", id), Notify: stderr,
-			Observe:   metrics.decision,
+			Observe:   observe,
 			Approvals: &gateway.Approvals{Store: approvals, Timeout: cfg.ApprovalTimeout, Lane: lane, Asked: elicitor.Ask},
 		}
 		if envs != nil {

@@ -107,6 +107,9 @@ type fileServe struct {
 	IdleTimeout string                `yaml:"idle_timeout"`
 	MaxSessions int                   `yaml:"max_sessions"`
 	Auth        *fileAuth             `yaml:"auth"`
+	// OTLP is the base URL of an OTLP/HTTP collector that receives
+	// aegis's traces (http://127.0.0.1:4318); none when absent.
+	OTLP string `yaml:"otlp"`
 }
 
 func (*fileServe) YAMLName() string { return "serve" }
@@ -428,6 +431,8 @@ type Serve struct {
 	IdleTimeout time.Duration
 	MaxSessions int
 	Auth        Auth
+	// OTLP is the collector's base URL; "" sends no traces.
+	OTLP string
 }
 
 // Auth says who may call `aegis serve`: bearer JWTs of Issuer for
@@ -1106,7 +1111,13 @@ func LoopbackListen(addr string) bool {
 
 // serveOf reads the serve: section.
 func serveOf(fs *fileServe) (*Serve, error) {
-	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions}
+	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions, OTLP: fs.OTLP}
+	if sv.OTLP != "" {
+		u, err := url.Parse(sv.OTLP)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+			return nil, strictyaml.ErrorAt(fs.Pos, "serve: otlp %q: want the http(s) base URL of an OTLP/HTTP collector (http://127.0.0.1:4318)", sv.OTLP)
+		}
+	}
 	if sv.Listen == "" {
 		sv.Listen = DefaultListen
 	}
