@@ -94,6 +94,35 @@ func TestEverythingFidelity(t *testing.T) {
 		}
 	})
 
+	// The same session over Streamable HTTP, through aegis serve, which
+	// runs the server over stdio for it.
+	t.Run("session through aegis serve", func(t *testing.T) {
+		home, aegisHome := tempDir(t), tempDir(t)
+		env := baseEnv(home, aegisHome)
+		cfg, err := os.ReadFile(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd, _ := json.Marshal(server)
+		serveCfg := strings.Replace(string(cfg), "  everything:\n", "  everything:\n    command: "+string(cmd)+"\n", 1) + "serve:\n  auth: {none: e2e}\n"
+		if !strings.Contains(serveCfg, "command:") {
+			t.Fatalf("the everything configuration has no server entry to give a command:\n%s", cfg)
+		}
+		writeFiles(t, home, map[string]string{"serve.yaml": strings.ReplaceAll(serveCfg, "policy: ", "policy: "+filepath.Dir(config)+"/")})
+		s := startServe(t, env, filepath.Join(home, "serve.yaml"), "everything")
+		var direct, through driverRun
+		err = parallel(
+			func() (err error) { direct, err = runDriver(env, []string{"everything"}, server); return err },
+			func() (err error) { through, err = runDriver(env, []string{"everything"}, []string{s.urls["everything"]}); return err },
+		)
+		if err != nil {
+			t.Fatalf("%v\naegis serve:\n%s", err, s.stderr)
+		}
+		checkEverythingSession(t, direct.T)
+		checkEverythingSession(t, through.T)
+		s.stop(t)
+	})
+
 	t.Run("cancel", func(t *testing.T) {
 		direct, _, _ := compare(t, "cancel")
 		var step struct {
