@@ -106,7 +106,10 @@ type fileServe struct {
 	Origins     strictyaml.StringList `yaml:"origins"`
 	IdleTimeout string                `yaml:"idle_timeout"`
 	MaxSessions int                   `yaml:"max_sessions"`
-	Auth        *fileAuth             `yaml:"auth"`
+	// MaxSessionsPerPrincipal caps one principal's sessions (0: a
+	// quarter of max_sessions).
+	MaxSessionsPerPrincipal int       `yaml:"max_sessions_per_principal"`
+	Auth                    *fileAuth `yaml:"auth"`
 }
 
 func (*fileServe) YAMLName() string { return "serve" }
@@ -427,7 +430,10 @@ type Serve struct {
 	Origins     []string
 	IdleTimeout time.Duration
 	MaxSessions int
-	Auth        Auth
+	// MaxSessionsPerPrincipal caps one principal's sessions; zero leaves
+	// it to aegis serve (a quarter of MaxSessions).
+	MaxSessionsPerPrincipal int
+	Auth                    Auth
 }
 
 // Auth says who may call `aegis serve`: bearer JWTs of Issuer for
@@ -1106,7 +1112,7 @@ func LoopbackListen(addr string) bool {
 
 // serveOf reads the serve: section.
 func serveOf(fs *fileServe) (*Serve, error) {
-	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions}
+	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions, MaxSessionsPerPrincipal: fs.MaxSessionsPerPrincipal}
 	if sv.Listen == "" {
 		sv.Listen = DefaultListen
 	}
@@ -1125,6 +1131,9 @@ func serveOf(fs *fileServe) (*Serve, error) {
 	}
 	if sv.MaxSessions == 0 {
 		sv.MaxSessions = DefaultMaxSessions
+	}
+	if sv.MaxSessionsPerPrincipal < 0 {
+		return nil, strictyaml.ErrorAt(fs.Pos, "serve: max_sessions_per_principal %d: want a positive number", sv.MaxSessionsPerPrincipal)
 	}
 	if sv.PublicURL != "" {
 		u, err := url.Parse(sv.PublicURL)

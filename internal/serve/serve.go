@@ -92,9 +92,13 @@ type Config struct {
 	// listener whose names aegis cannot know (behind a proxy).
 	Hosts []string
 	// IdleTimeout ends a session without requests or streams for that
-	// long; MaxSessions caps the sessions open at once.
-	IdleTimeout time.Duration
-	MaxSessions int
+	// long; MaxSessions caps the sessions open at once (stateless relays
+	// included), and MaxSessionsPerPrincipal those of one principal, so
+	// that one principal cannot take them all from the others (zero: a
+	// quarter of MaxSessions, at least one).
+	IdleTimeout             time.Duration
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
 	// MaxMessageBytes caps one POSTed message (the relay's cap too).
 	MaxMessageBytes int64
 	// BodyTimeout bounds the reading of one POSTed message.
@@ -136,6 +140,7 @@ type Handler struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
+	owned     map[string]int      // the sessions open, by principal
 	stateless map[string]*session // the stateless relays, by server, principal and roles
 	startMu   sync.Mutex          // one stateless relay starts at a time
 	legacy    map[string]bool     // servers that speak no stateless revision, by name
@@ -146,12 +151,15 @@ type Handler struct {
 
 // New returns a Handler; Close (or Shutdown) ends its sessions.
 func New(c *Config) *Handler {
-	h := &Handler{cfg: *c, sessions: map[string]*session{}, stateless: map[string]*session{}, legacy: map[string]bool{}, stop: make(chan struct{})}
+	h := &Handler{cfg: *c, sessions: map[string]*session{}, owned: map[string]int{}, stateless: map[string]*session{}, legacy: map[string]bool{}, stop: make(chan struct{})}
 	if h.cfg.IdleTimeout <= 0 {
 		h.cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if h.cfg.MaxSessions <= 0 {
 		h.cfg.MaxSessions = DefaultMaxSessions
+	}
+	if h.cfg.MaxSessionsPerPrincipal <= 0 {
+		h.cfg.MaxSessionsPerPrincipal = max(h.cfg.MaxSessions/4, 1)
 	}
 	if h.cfg.MaxMessageBytes <= 0 {
 		h.cfg.MaxMessageBytes = DefaultMaxMessageBytes
@@ -521,10 +529,14 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 	case len(h.sessions) >= h.cfg.MaxSessions:
 		h.mu.Unlock()
 		return nil, fmt.Errorf("%d sessions are open, the most this aegis serves", h.cfg.MaxSessions)
+	case h.owned[who.Principal] >= h.cfg.MaxSessionsPerPrincipal:
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%d sessions of yours are open, the most this aegis serves one principal: end one (DELETE)", h.cfg.MaxSessionsPerPrincipal)
 	}
 	s := newSession(h, id, name, who)
 	s.stateless = stateless
 	h.sessions[id] = s
+	h.owned[who.Principal]++
 	h.relays.Add(1)
 	h.mu.Unlock()
 	// The relay outlives the request that opened the session.
@@ -559,6 +571,9 @@ func (h *Handler) forget(s *session) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+		if h.owned[s.who.Principal]--; h.owned[s.who.Principal] <= 0 {
+			delete(h.owned, s.who.Principal)
+		}
 	}
 	for k, v := range h.stateless {
 		if v == s {
