@@ -8,8 +8,9 @@
 // session ends (DELETE, idle, shutdown, or the server's exit): sessions of
 // different principals never share a server process, nor provenance, caps,
 // taint or approvals, which live in the session's gateway.Session. A
-// session belongs to the principal that opened it; a request naming it
-// with another identity is answered as if it did not exist.
+// session belongs to the principal that opened it, with the roles it
+// had; a request naming it with another identity, or other roles, is
+// answered as if it did not exist.
 //
 // The transport is aegis's own, not the Go SDK's: the relay is byte
 // faithful, and so is the way to it. A POSTed message is handed to the
@@ -369,12 +370,26 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, server string, 
 	s := h.sessions[id]
 	h.mu.Unlock()
 	// Another principal's session is answered as one that does not
-	// exist: its id tells nobody else anything.
-	if s == nil || s.stateless || s.server != server || s.who.Principal != who.Principal || s.isDone() {
+	// exist: its id tells nobody else anything. So is the principal's
+	// own for a token with other roles: the session decides with the
+	// roles it was opened with, which a token that lost one must not
+	// keep using.
+	if s == nil || s.stateless || s.server != server || s.who.Principal != who.Principal || !sameRoles(s.who.Roles, who.Roles) || s.isDone() {
 		h.fail(w, server, http.StatusNotFound, "no session %q here: initialize a new one", truncate(id, 64))
 		return nil, false
 	}
 	return s, true
+}
+
+// sameRoles reports whether a and b hold the same roles, in any order.
+func sameRoles(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 func truncate(s string, n int) string {

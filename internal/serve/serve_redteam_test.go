@@ -27,3 +27,35 @@ func TestSessionsPerPrincipal(t *testing.T) {
 		t.Errorf("alice's initialize after mallory's %d: %d %q", opened, resp.StatusCode, body)
 	}
 }
+
+// TestSessionRoles: a session answers its principal only with the roles
+// it was opened with, which decide its calls: a token whose roles were
+// taken away does not keep them through a session opened before.
+func TestSessionRoles(t *testing.T) {
+	ts, _, _ := testServe(t, nil)
+	url := ts.URL + "/mcp/demo"
+	resp, _ := post(t, url, map[string]string{"X-Test-Principal": "alice", "X-Test-Roles": "admin,dev"}, initialize)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d", resp.StatusCode)
+	}
+	ping := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	for _, tt := range []struct {
+		name, roles string
+		status      int
+	}{
+		{"no roles", "", http.StatusNotFound},
+		{"fewer roles", "dev", http.StatusNotFound},
+		{"other roles", "admin,ops", http.StatusNotFound},
+		{"more roles", "admin,dev,ops", http.StatusNotFound},
+		{"the same roles", "admin,dev", http.StatusOK},
+		{"the same roles in another order", "dev,admin", http.StatusOK},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := post(t, url, map[string]string{"X-Test-Principal": "alice", "X-Test-Roles": tt.roles, "Mcp-Session-Id": sid}, ping)
+			if resp.StatusCode != tt.status {
+				t.Errorf("%d %q, want %d", resp.StatusCode, body, tt.status)
+			}
+		})
+	}
+}
