@@ -120,9 +120,12 @@ const (
 	DefaultIdleTimeout     = 30 * time.Minute
 	DefaultMaxSessions     = 1000
 	DefaultMaxMessageBytes = proxy.DefaultMaxMessageBytes
-	// maxBacklog bounds the messages that wait for a stream to the
-	// client; past it the oldest is dropped, and said.
-	maxBacklog = 1024
+	// maxBacklog and maxBacklogBytes bound the messages that wait for a
+	// stream to the client, in number and in bytes (a message may be
+	// MaxMessageBytes long: a thousand of them would be gigabytes); past
+	// either the oldest is dropped, and said. The newest always waits.
+	maxBacklog      = 1024
+	maxBacklogBytes = 16 << 20
 	// DefaultBodyTimeout bounds the reading of one POSTed message.
 	DefaultBodyTimeout = 30 * time.Second
 	// keepAlive is how often an idle stream gets an SSE comment, so that

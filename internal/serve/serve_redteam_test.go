@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +59,28 @@ func TestSessionRoles(t *testing.T) {
 				t.Errorf("%d %q, want %d", resp.StatusCode, body, tt.status)
 			}
 		})
+	}
+}
+
+// TestBacklogBytes: what waits for a stream is bounded in bytes, not
+// only in messages: a server that sends large notifications to a client
+// that opens no stream cannot make aegis hold gigabytes.
+func TestBacklogBytes(t *testing.T) {
+	h := New(&Config{})
+	defer h.Shutdown(t.Context())
+	s := newSession(h, "s", "demo", Identity{Principal: "alice"})
+	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%s"}}`, strings.Repeat("x", 1<<20))
+	for range 100 {
+		s.unrelated(line)
+	}
+	held := 0
+	for _, m := range s.backlog {
+		held += len(m)
+	}
+	if want := 16<<20 + len(line); held > want {
+		t.Errorf("the backlog holds %d bytes in %d messages, want at most %d", held, len(s.backlog), want)
+	}
+	if len(s.backlog) == 0 || string(s.backlog[len(s.backlog)-1]) != string(line) {
+		t.Errorf("the newest message is not in the backlog")
 	}
 }
