@@ -29,9 +29,14 @@ const maxLine = 64 << 20
 // Bridge relays the lines of in to the MCP server at url and the server's
 // messages to out, until in ends (then it ends the server's session) or
 // ctx is done. header is sent with every request (the upstream's
-// credentials).
+// credentials). A redirect is not followed, whatever client says: the
+// server is at the URL the configuration chose, and a server that sent
+// the bridge elsewhere would have aegis's host ask what it names (a
+// service of aegis's network, a cloud's metadata) and relay the answer.
 func Bridge(ctx context.Context, in io.Reader, out io.Writer, url string, client *http.Client, header http.Header) error {
-	b := &bridge{url: url, client: client, header: header, out: out}
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	b := &bridge{url: url, client: &c, header: header, out: out}
 	// The GET stream lasts as long as the session: it ends when in does.
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
