@@ -208,26 +208,51 @@ func (b *bridge) answered(msg proxy.Inspected, body []byte) {
 	}
 }
 
-// events writes the messages of an SSE stream.
+// events writes the messages of an SSE stream. An event is bounded as a
+// line is: a server whose event grows past maxLine (data lines without
+// the blank line that ends it) loses the stream, and the request of the
+// stream, if not answered yet, is answered with an error.
 func (b *bridge) events(body io.Reader, msg proxy.Inspected) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var data []byte
+	// answered says the stream carried the answer to msg: an error
+	// then would answer a later request that reused its id.
+	answered := msg.Kind != proxy.Request
+	key, _ := proxy.IDKey(msg.ID)
 	for sc.Scan() {
 		l := sc.Bytes()
 		switch {
 		case len(l) == 0:
 			if len(data) > 0 {
 				b.answered(msg, data)
+				if !answered {
+					m, err := proxy.Inspect(data, 256)
+					k, _ := proxy.IDKey(m.ID)
+					answered = err == nil && m.Kind == proxy.Response && k == key
+				}
 				b.write(data)
 				data = data[:0]
 			}
 		case bytes.HasPrefix(l, []byte("data:")):
+			l = bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))
+			if len(data)+1+len(l) > maxLine {
+				if !answered {
+					b.fail(msg, fmt.Errorf("an event of the server's is over %d bytes", maxLine))
+				}
+				return
+			}
 			if len(data) > 0 {
 				data = append(data, '\n')
 			}
-			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))...)
+			data = append(data, l...)
 		}
+	}
+	if err := sc.Err(); err != nil {
+		if !answered {
+			b.fail(msg, fmt.Errorf("reading the server's events: %w", err))
+		}
+		return
 	}
 	if len(data) > 0 {
 		b.write(data)

@@ -53,3 +53,31 @@ func TestBridgeRedirects(t *testing.T) {
 		})
 	}
 }
+
+// TestBridgeEventBound: one SSE event of the server's is bounded like a
+// line: a server that sends data lines without ever ending the event
+// loses its stream, rather than growing the bridge's memory without
+// end.
+func TestBridgeEventBound(t *testing.T) {
+	var sent atomic.Int64
+	const giveUp = 2 * maxLine
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		line := []byte("data: " + strings.Repeat("x", 1<<20) + "\n")
+		for sent.Load() < giveUp {
+			if _, err := w.Write(line); err != nil {
+				return
+			}
+			sent.Add(int64(len(line)))
+		}
+	}))
+	defer remote.Close()
+	got := bridgeOnce(t, remote.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	if n := sent.Load(); n >= giveUp {
+		t.Errorf("the bridge read %d bytes of one event", n)
+	}
+	if !strings.Contains(got, `"id":1,"error"`) {
+		t.Errorf("the request was not answered with an error: %.200q", got)
+	}
+}
