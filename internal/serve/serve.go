@@ -519,10 +519,7 @@ func headersAgree(r *http.Request, msg proxy.Inspected) error {
 		}
 	}
 	if vs := r.Header.Values("Mcp-Name"); len(vs) > 0 {
-		key := "name"
-		if msg.Method == "resources/read" || msg.Method == "resources/subscribe" || msg.Method == "resources/unsubscribe" {
-			key = "uri"
-		}
+		key := nameKey(msg.Method)
 		var name string
 		if raw := proxy.Member(msg.Params, key); len(raw) > 0 && raw[0] == '"' {
 			json.Unmarshal(raw, &name)
@@ -532,6 +529,17 @@ func headersAgree(r *http.Request, msg proxy.Inspected) error {
 		}
 	}
 	return nil
+}
+
+// nameKey is the member of a request's params that its Mcp-Name header
+// names: a resource's uri, else a tool's or prompt's name. aegis checks
+// a client's header, and the bridge writes its own, by it.
+func nameKey(method string) string {
+	switch method {
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return "uri"
+	}
+	return "name"
 }
 
 // open starts a new session of srv for who.

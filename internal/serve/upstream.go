@@ -129,13 +129,13 @@ func (b *bridge) request(ctx context.Context, method string, body []byte, msg *p
 		if rev >= statelessRevision {
 			revision = rev
 			req.Header.Set("Mcp-Method", msg.Method)
-			for _, key := range []string{"name", "uri"} {
-				if raw := proxy.Member(msg.Params, key); len(raw) > 0 && raw[0] == '"' {
-					var v string
-					json.Unmarshal(raw, &v)
-					req.Header.Set("Mcp-Name", v)
-					break
-				}
+			// The member aegis read, not the first one present: a
+			// resources/read may have a name too, and a router in
+			// front of the server must see the call it makes.
+			if raw := proxy.Member(msg.Params, nameKey(msg.Method)); len(raw) > 0 && raw[0] == '"' {
+				var v string
+				json.Unmarshal(raw, &v)
+				req.Header.Set("Mcp-Name", v)
 			}
 		}
 	}

@@ -81,3 +81,29 @@ func TestBridgeEventBound(t *testing.T) {
 		t.Errorf("the request was not answered with an error: %.200q", got)
 	}
 }
+
+// TestBridgeNameHeader: the bridge names a request's target in Mcp-Name
+// as aegis reads it (headersAgree): a resources/read's uri, whatever
+// name it also has, so that a router in front of the server sees the
+// call the server makes.
+func TestBridgeNameHeader(t *testing.T) {
+	got := make(chan string, 1)
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Mcp-Name")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"contents":[]}}`)
+	}))
+	defer remote.Close()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	for _, tt := range []struct{ name, params, want string }{
+		{"a read with a name", `{"name":"public","uri":"file:///secret",` + meta + `}`, "file:///secret"},
+		{"a read with the name after", `{"uri":"file:///secret","name":"public",` + meta + `}`, "file:///secret"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bridgeOnce(t, remote.URL, `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":`+tt.params+"}\n")
+			if h := <-got; h != tt.want {
+				t.Errorf("Mcp-Name %q, want %q", h, tt.want)
+			}
+		})
+	}
+}
