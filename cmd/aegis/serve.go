@@ -151,7 +151,7 @@ func cmdServe(argv []string, stdout, stderr io.Writer) error {
 	}
 	h = serve.New(&serve.Config{
 		Servers: servers, Who: who.identity, Origins: cfg.Serve.Origins, Hosts: loopbackHosts(addr, cfg.Serve.PublicURL),
-		IdleTimeout: cfg.Serve.IdleTimeout, MaxSessions: cfg.Serve.MaxSessions,
+		IdleTimeout: cfg.Serve.IdleTimeout, MaxSessions: cfg.Serve.MaxSessions, MaxSessionsPerPrincipal: cfg.Serve.MaxSessionsPerPrincipal,
 		Logger: logger, Observe: metrics.request,
 		Ended: func(server, _ string, err error) {
 			if err != nil {

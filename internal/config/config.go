@@ -106,7 +106,10 @@ type fileServe struct {
 	Origins     strictyaml.StringList `yaml:"origins"`
 	IdleTimeout string                `yaml:"idle_timeout"`
 	MaxSessions int                   `yaml:"max_sessions"`
-	Auth        *fileAuth             `yaml:"auth"`
+	// MaxSessionsPerPrincipal caps one principal's sessions (0: a
+	// quarter of max_sessions).
+	MaxSessionsPerPrincipal int       `yaml:"max_sessions_per_principal"`
+	Auth                    *fileAuth `yaml:"auth"`
 	// OTLP is the base URL of an OTLP/HTTP collector that receives
 	// aegis's traces (http://127.0.0.1:4318); none when absent.
 	OTLP string `yaml:"otlp"`
@@ -430,7 +433,10 @@ type Serve struct {
 	Origins     []string
 	IdleTimeout time.Duration
 	MaxSessions int
-	Auth        Auth
+	// MaxSessionsPerPrincipal caps one principal's sessions; zero leaves
+	// it to aegis serve (a quarter of MaxSessions).
+	MaxSessionsPerPrincipal int
+	Auth                    Auth
 	// OTLP is the collector's base URL; "" sends no traces.
 	OTLP string
 }
@@ -1111,7 +1117,7 @@ func LoopbackListen(addr string) bool {
 
 // serveOf reads the serve: section.
 func serveOf(fs *fileServe) (*Serve, error) {
-	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions, OTLP: fs.OTLP}
+	sv := &Serve{Listen: fs.Listen, PublicURL: fs.PublicURL, Origins: fs.Origins, IdleTimeout: DefaultIdleTimeout, MaxSessions: fs.MaxSessions, MaxSessionsPerPrincipal: fs.MaxSessionsPerPrincipal, OTLP: fs.OTLP}
 	if sv.OTLP != "" {
 		u, err := url.Parse(sv.OTLP)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" {
@@ -1136,6 +1142,9 @@ func serveOf(fs *fileServe) (*Serve, error) {
 	}
 	if sv.MaxSessions == 0 {
 		sv.MaxSessions = DefaultMaxSessions
+	}
+	if sv.MaxSessionsPerPrincipal < 0 {
+		return nil, strictyaml.ErrorAt(fs.Pos, "serve: max_sessions_per_principal %d: want a positive number", sv.MaxSessionsPerPrincipal)
 	}
 	if sv.PublicURL != "" {
 		u, err := url.Parse(sv.PublicURL)

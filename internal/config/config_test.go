@@ -134,6 +134,7 @@ func TestParseErrors(t *testing.T) {
 		{"serve public url with a query", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {public_url: 'https://a.example/?x=1', auth: {none: me}}\n", `public_url "https://a.example/?x=1"`},
 		{"serve origin with a path", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {origins: ['https://a.example/app'], auth: {none: me}}\n", `origins: "https://a.example/app": want an origin`},
 		{"serve idle timeout", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {idle_timeout: 5, auth: {none: me}}\n", `idle_timeout "5"`},
+		{"serve sessions per principal", "version: 1\npolicy: p.yaml\nservers: {}\nserve: {max_sessions_per_principal: -1, auth: {none: me}}\n", `max_sessions_per_principal -1`},
 		{"state not postgres", "version: 1\npolicy: p.yaml\nservers: {}\nstate: {postgres: 'mysql://db/aegis'}\n", `c.yaml:4:8: state: postgres: want a postgres:// URL`},
 		{"state with a password", "version: 1\npolicy: p.yaml\nservers: {}\nstate: {postgres: 'postgres://aegis:hunter2@db/aegis'}\n", `the URL holds a password`},
 		{"url with credentials", "version: 1\npolicy: p.yaml\nservers:\n  r: {url: 'https://u:p@mcp.example/mcp'}\n", `server "r": url "https://u:p@mcp.example/mcp": want an http(s) URL without credentials`},

@@ -8,8 +8,9 @@
 // session ends (DELETE, idle, shutdown, or the server's exit): sessions of
 // different principals never share a server process, nor provenance, caps,
 // taint or approvals, which live in the session's gateway.Session. A
-// session belongs to the principal that opened it; a request naming it
-// with another identity is answered as if it did not exist.
+// session belongs to the principal that opened it, with the roles it
+// had; a request naming it with another identity, or other roles, is
+// answered as if it did not exist.
 //
 // The transport is aegis's own, not the Go SDK's: the relay is byte
 // faithful, and so is the way to it. A POSTed message is handed to the
@@ -92,9 +93,13 @@ type Config struct {
 	// listener whose names aegis cannot know (behind a proxy).
 	Hosts []string
 	// IdleTimeout ends a session without requests or streams for that
-	// long; MaxSessions caps the sessions open at once.
-	IdleTimeout time.Duration
-	MaxSessions int
+	// long; MaxSessions caps the sessions open at once (stateless relays
+	// included), and MaxSessionsPerPrincipal those of one principal, so
+	// that one principal cannot take them all from the others (zero: a
+	// quarter of MaxSessions, at least one).
+	IdleTimeout             time.Duration
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
 	// MaxMessageBytes caps one POSTed message (the relay's cap too).
 	MaxMessageBytes int64
 	// BodyTimeout bounds the reading of one POSTed message.
@@ -115,9 +120,12 @@ const (
 	DefaultIdleTimeout     = 30 * time.Minute
 	DefaultMaxSessions     = 1000
 	DefaultMaxMessageBytes = proxy.DefaultMaxMessageBytes
-	// maxBacklog bounds the messages that wait for a stream to the
-	// client; past it the oldest is dropped, and said.
-	maxBacklog = 1024
+	// maxBacklog and maxBacklogBytes bound the messages that wait for a
+	// stream to the client, in number and in bytes (a message may be
+	// MaxMessageBytes long: a thousand of them would be gigabytes); past
+	// either the oldest is dropped, and said. The newest always waits.
+	maxBacklog      = 1024
+	maxBacklogBytes = 16 << 20
 	// DefaultBodyTimeout bounds the reading of one POSTed message.
 	DefaultBodyTimeout = 30 * time.Second
 	// keepAlive is how often an idle stream gets an SSE comment, so that
@@ -136,6 +144,7 @@ type Handler struct {
 
 	mu        sync.Mutex
 	sessions  map[string]*session
+	owned     map[string]int      // the sessions open, by principal
 	stateless map[string]*session // the stateless relays, by server, principal and roles
 	startMu   sync.Mutex          // one stateless relay starts at a time
 	legacy    map[string]bool     // servers that speak no stateless revision, by name
@@ -146,12 +155,15 @@ type Handler struct {
 
 // New returns a Handler; Close (or Shutdown) ends its sessions.
 func New(c *Config) *Handler {
-	h := &Handler{cfg: *c, sessions: map[string]*session{}, stateless: map[string]*session{}, legacy: map[string]bool{}, stop: make(chan struct{})}
+	h := &Handler{cfg: *c, sessions: map[string]*session{}, owned: map[string]int{}, stateless: map[string]*session{}, legacy: map[string]bool{}, stop: make(chan struct{})}
 	if h.cfg.IdleTimeout <= 0 {
 		h.cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if h.cfg.MaxSessions <= 0 {
 		h.cfg.MaxSessions = DefaultMaxSessions
+	}
+	if h.cfg.MaxSessionsPerPrincipal <= 0 {
+		h.cfg.MaxSessionsPerPrincipal = max(h.cfg.MaxSessions/4, 1)
 	}
 	if h.cfg.MaxMessageBytes <= 0 {
 		h.cfg.MaxMessageBytes = DefaultMaxMessageBytes
@@ -361,12 +373,26 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, server string, 
 	s := h.sessions[id]
 	h.mu.Unlock()
 	// Another principal's session is answered as one that does not
-	// exist: its id tells nobody else anything.
-	if s == nil || s.stateless || s.server != server || s.who.Principal != who.Principal || s.isDone() {
+	// exist: its id tells nobody else anything. So is the principal's
+	// own for a token with other roles: the session decides with the
+	// roles it was opened with, which a token that lost one must not
+	// keep using.
+	if s == nil || s.stateless || s.server != server || s.who.Principal != who.Principal || !sameRoles(s.who.Roles, who.Roles) || s.isDone() {
 		h.fail(w, server, http.StatusNotFound, "no session %q here: initialize a new one", truncate(id, 64))
 		return nil, false
 	}
 	return s, true
+}
+
+// sameRoles reports whether a and b hold the same roles, in any order.
+func sameRoles(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
 }
 
 func truncate(s string, n int) string {
@@ -493,10 +519,7 @@ func headersAgree(r *http.Request, msg proxy.Inspected) error {
 		}
 	}
 	if vs := r.Header.Values("Mcp-Name"); len(vs) > 0 {
-		key := "name"
-		if msg.Method == "resources/read" || msg.Method == "resources/subscribe" || msg.Method == "resources/unsubscribe" {
-			key = "uri"
-		}
+		key := nameKey(msg.Method)
 		var name string
 		if raw := proxy.Member(msg.Params, key); len(raw) > 0 && raw[0] == '"' {
 			json.Unmarshal(raw, &name)
@@ -506,6 +529,17 @@ func headersAgree(r *http.Request, msg proxy.Inspected) error {
 		}
 	}
 	return nil
+}
+
+// nameKey is the member of a request's params that its Mcp-Name header
+// names: a resource's uri, else a tool's or prompt's name. aegis checks
+// a client's header, and the bridge writes its own, by it.
+func nameKey(method string) string {
+	switch method {
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return "uri"
+	}
+	return "name"
 }
 
 // open starts a new session of srv for who.
@@ -526,10 +560,14 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 	case len(h.sessions) >= h.cfg.MaxSessions:
 		h.mu.Unlock()
 		return nil, fmt.Errorf("%d sessions are open, the most this aegis serves", h.cfg.MaxSessions)
+	case h.owned[who.Principal] >= h.cfg.MaxSessionsPerPrincipal:
+		h.mu.Unlock()
+		return nil, fmt.Errorf("%d sessions of yours are open, the most this aegis serves one principal: end one (DELETE)", h.cfg.MaxSessionsPerPrincipal)
 	}
 	s := newSession(h, id, name, who)
 	s.stateless = stateless
 	h.sessions[id] = s
+	h.owned[who.Principal]++
 	h.relays.Add(1)
 	h.mu.Unlock()
 	// The relay outlives the request that opened the session.
@@ -564,6 +602,9 @@ func (h *Handler) forget(s *session) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+		if h.owned[s.who.Principal]--; h.owned[s.who.Principal] <= 0 {
+			delete(h.owned, s.who.Principal)
+		}
 	}
 	for k, v := range h.stateless {
 		if v == s {

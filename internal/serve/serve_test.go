@@ -57,7 +57,8 @@ func (g *denyGate) Call(_ context.Context, c *proxy.Call) (proxy.Verdict, error)
 
 // testServe is a Handler serving the demo server as "demo" behind an
 // httptest server; the principal is the X-Test-Principal header (none:
-// refused). It returns the server and how many sessions were started.
+// refused), its roles X-Test-Roles, comma-separated. It returns the
+// server and how many sessions were started.
 func testServe(t *testing.T, c *Config) (*httptest.Server, *Handler, *atomic.Int64) {
 	t.Helper()
 	root := t.TempDir()
@@ -75,7 +76,11 @@ func testServe(t *testing.T, c *Config) (*httptest.Server, *Handler, *atomic.Int
 	c.Servers = map[string]*Server{"demo": {Start: start}}
 	c.Who = func(r *http.Request) (Identity, bool) {
 		p := r.Header.Get("X-Test-Principal")
-		return Identity{Principal: p}, p != ""
+		var roles []string
+		if v := r.Header.Get("X-Test-Roles"); v != "" {
+			roles = strings.Split(v, ",")
+		}
+		return Identity{Principal: p, Roles: roles}, p != ""
 	}
 	h := New(c)
 	ts := httptest.NewServer(h)

@@ -43,6 +43,7 @@ type session struct {
 	streams []*exchange          // the POSTs answering as SSE streams, oldest first
 	get     *exchange            // the session's GET stream, if open
 	backlog [][]byte             // messages no stream could take yet
+	held    int                  // the bytes of backlog
 	dropped int                  // messages the backlog dropped since it was last drained
 	active  int                  // requests and streams open
 	last    time.Time            // when the last one ended
@@ -313,7 +314,7 @@ func (s *session) serveGET(w http.ResponseWriter, r *http.Request) int {
 	s.get = ex
 	s.active++
 	backlog, dropped := s.backlog, s.dropped
-	s.backlog, s.dropped = nil, 0
+	s.backlog, s.dropped, s.held = nil, 0, 0
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -478,11 +479,14 @@ func (s *session) unrelated(line []byte) {
 			ex = s.streams[len(s.streams)-1]
 		}
 		if ex == nil {
-			if len(s.backlog) >= maxBacklog {
+			for len(s.backlog) > 0 && (len(s.backlog) >= maxBacklog || s.held+len(line) > maxBacklogBytes) {
+				s.held -= len(s.backlog[0])
+				s.backlog[0] = nil
 				s.backlog = s.backlog[1:]
 				s.dropped++
 			}
 			s.backlog = append(s.backlog, line)
+			s.held += len(line)
 			s.mu.Unlock()
 			return
 		}

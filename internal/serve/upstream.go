@@ -29,9 +29,14 @@ const maxLine = 64 << 20
 // Bridge relays the lines of in to the MCP server at url and the server's
 // messages to out, until in ends (then it ends the server's session) or
 // ctx is done. header is sent with every request (the upstream's
-// credentials).
+// credentials). A redirect is not followed, whatever client says: the
+// server is at the URL the configuration chose, and a server that sent
+// the bridge elsewhere would have aegis's host ask what it names (a
+// service of aegis's network, a cloud's metadata) and relay the answer.
 func Bridge(ctx context.Context, in io.Reader, out io.Writer, url string, client *http.Client, header http.Header) error {
-	b := &bridge{url: url, client: client, header: header, out: out}
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	b := &bridge{url: url, client: &c, header: header, out: out}
 	// The GET stream lasts as long as the session: it ends when in does.
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
@@ -124,13 +129,13 @@ func (b *bridge) request(ctx context.Context, method string, body []byte, msg *p
 		if rev >= statelessRevision {
 			revision = rev
 			req.Header.Set("Mcp-Method", msg.Method)
-			for _, key := range []string{"name", "uri"} {
-				if raw := proxy.Member(msg.Params, key); len(raw) > 0 && raw[0] == '"' {
-					var v string
-					json.Unmarshal(raw, &v)
-					req.Header.Set("Mcp-Name", v)
-					break
-				}
+			// The member aegis read, not the first one present: a
+			// resources/read may have a name too, and a router in
+			// front of the server must see the call it makes.
+			if raw := proxy.Member(msg.Params, nameKey(msg.Method)); len(raw) > 0 && raw[0] == '"' {
+				var v string
+				json.Unmarshal(raw, &v)
+				req.Header.Set("Mcp-Name", v)
 			}
 		}
 	}
@@ -203,26 +208,51 @@ func (b *bridge) answered(msg proxy.Inspected, body []byte) {
 	}
 }
 
-// events writes the messages of an SSE stream.
+// events writes the messages of an SSE stream. An event is bounded as a
+// line is: a server whose event grows past maxLine (data lines without
+// the blank line that ends it) loses the stream, and the request of the
+// stream, if not answered yet, is answered with an error.
 func (b *bridge) events(body io.Reader, msg proxy.Inspected) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var data []byte
+	// answered says the stream carried the answer to msg: an error
+	// then would answer a later request that reused its id.
+	answered := msg.Kind != proxy.Request
+	key, _ := proxy.IDKey(msg.ID)
 	for sc.Scan() {
 		l := sc.Bytes()
 		switch {
 		case len(l) == 0:
 			if len(data) > 0 {
 				b.answered(msg, data)
+				if !answered {
+					m, err := proxy.Inspect(data, 256)
+					k, _ := proxy.IDKey(m.ID)
+					answered = err == nil && m.Kind == proxy.Response && k == key
+				}
 				b.write(data)
 				data = data[:0]
 			}
 		case bytes.HasPrefix(l, []byte("data:")):
+			l = bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))
+			if len(data)+1+len(l) > maxLine {
+				if !answered {
+					b.fail(msg, fmt.Errorf("an event of the server's is over %d bytes", maxLine))
+				}
+				return
+			}
 			if len(data) > 0 {
 				data = append(data, '\n')
 			}
-			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))...)
+			data = append(data, l...)
 		}
+	}
+	if err := sc.Err(); err != nil {
+		if !answered {
+			b.fail(msg, fmt.Errorf("reading the server's events: %w", err))
+		}
+		return
 	}
 	if len(data) > 0 {
 		b.write(data)
