@@ -47,7 +47,7 @@ func (s *syncBuf) String() string {
 
 // startServe starts `aegis serve --config config` on a free loopback port
 // and waits until it says where it serves each server.
-func startServe(t *testing.T, env []string, config string, servers ...string) *served {
+func startServe(t testing.TB, env []string, config string, servers ...string) *served {
 	t.Helper()
 	c := exec.Command(aegisBin, "serve", "--config", config, "--listen", "127.0.0.1:0")
 	c.Env = env
@@ -95,7 +95,7 @@ func startServe(t *testing.T, env []string, config string, servers ...string) *s
 }
 
 // stop sends SIGTERM and waits: aegis serve drains and exits 0.
-func (s *served) stop(t *testing.T) {
+func (s *served) stop(t testing.TB) {
 	t.Helper()
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {

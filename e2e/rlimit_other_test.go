@@ -1,0 +1,6 @@
+//go:build !unix
+
+package e2e
+
+// openFileLimit is unknown here: no limit.
+func openFileLimit() int { return 1 << 30 }
