@@ -113,7 +113,10 @@ func TestEverythingFidelity(t *testing.T) {
 		var direct, through driverRun
 		err = parallel(
 			func() (err error) { direct, err = runDriver(env, []string{"everything"}, server); return err },
-			func() (err error) { through, err = runDriver(env, []string{"everything"}, []string{s.urls["everything"]}); return err },
+			func() (err error) {
+				through, err = runDriver(env, []string{"everything"}, []string{s.urls["everything"]})
+				return err
+			},
 		)
 		if err != nil {
 			t.Fatalf("%v\naegis serve:\n%s", err, s.stderr)
