@@ -59,10 +59,32 @@ func TestCrashUnderLoad(t *testing.T) {
 
 	chainDir := filepath.Join(state, "chain", "demo")
 	pub := readKey(t, chainDir)
+	rep, kept := checkCrashedChain(t, chainDir, seen)
+	t.Logf("killed after %d answers of %d calls; chain: %d entries, %d signed, acked to %d (%v), %d torn bytes", len(seen), calls, rep.Entries, rep.Signed, rep.Acked, rep.AckChecked, rep.TornBytes)
+
+	// A restart keeps and signs exactly those, and goes on.
+	again := runUntilKilled(t, env, dir, 5, -1)
+	if len(again) != 5 {
+		t.Fatalf("after the restart %d of 5 calls were answered", len(again))
+	}
+	rep2, err := chain.Verify(chainDir, pub)
+	if err != nil {
+		t.Fatalf("verify after the restart: %v", err)
+	}
+	if rep2.Entries != kept+5 || rep2.Truncated() {
+		t.Fatalf("after the restart: %d entries, want the %d signed or acknowledged before and 5 more; truncated %v", rep2.Entries, kept, rep2.Truncated())
+	}
+}
+
+// checkCrashedChain checks what R25 promises of the chain in chainDir
+// after a SIGKILL: at most cut short, never broken, and an allow entry,
+// signed or acknowledged, for each call whose echo text a client saw
+// answered. It returns the verification and the last seq a restart keeps.
+func checkCrashedChain(t *testing.T, chainDir string, seen []string) (chain.Report, uint64) {
+	t.Helper()
 	// With the private key, verify also checks the ack line after the last
 	// checkpoint: what the crashed writer acknowledged and had not signed.
-	priv := readPrivateKey(t, chainDir)
-	rep, err := chain.VerifyWith(chainDir, pub, &chain.VerifyOptions{AckKey: priv})
+	rep, err := chain.VerifyWith(chainDir, readKey(t, chainDir), &chain.VerifyOptions{AckKey: readPrivateKey(t, chainDir)})
 	var be *chain.BreakError
 	if errors.As(err, &be) {
 		t.Fatalf("after SIGKILL the chain is broken, not just cut short: %v", err)
@@ -89,23 +111,10 @@ func TestCrashUnderLoad(t *testing.T) {
 	}
 	for _, text := range seen {
 		if d, ok := recorded[argsHash(t, map[string]string{"text": text})]; !ok || d != record.Allow {
-			t.Fatalf("the client saw %q forwarded, but the chain has no signed or acknowledged allow entry for it (%q, %v)", text, d, ok)
+			t.Fatalf("a client saw %q forwarded, but the chain has no signed or acknowledged allow entry for it (%q, %v)", text, d, ok)
 		}
 	}
-	t.Logf("killed after %d answers of %d calls; chain: %d entries, %d signed, acked to %d (%v), %d torn bytes", len(seen), calls, rep.Entries, rep.Signed, rep.Acked, rep.AckChecked, rep.TornBytes)
-
-	// A restart keeps and signs exactly those, and goes on.
-	again := runUntilKilled(t, env, dir, 5, -1)
-	if len(again) != 5 {
-		t.Fatalf("after the restart %d of 5 calls were answered", len(again))
-	}
-	rep2, err := chain.Verify(chainDir, pub)
-	if err != nil {
-		t.Fatalf("verify after the restart: %v", err)
-	}
-	if rep2.Entries != kept+5 || rep2.Truncated() {
-		t.Fatalf("after the restart: %d entries, want the %d signed or acknowledged before and 5 more; truncated %v", rep2.Entries, kept, rep2.Truncated())
-	}
+	return rep, kept
 }
 
 // runUntilKilled starts aegis in front of the demo server, pipelines calls

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aegis-mcp/aegis/internal/chain"
-	"github.com/aegis-mcp/aegis/internal/record"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -94,34 +91,7 @@ func TestServeCrashUnderLoad(t *testing.T) {
 		t.Fatalf("only %d calls were answered before the kill", len(seen))
 	}
 
-	chainDir := filepath.Join(state, "chain", "demo")
-	pub, priv := readKey(t, chainDir), readPrivateKey(t, chainDir)
-	rep, err := chain.VerifyWith(chainDir, pub, &chain.VerifyOptions{AckKey: priv})
-	var be *chain.BreakError
-	if errors.As(err, &be) {
-		t.Fatalf("after SIGKILL the chain is broken, not just cut short: %v", err)
-	}
-	if err != nil {
-		t.Fatalf("verify: %v", err)
-	}
-	kept := rep.Signed
-	if rep.AckChecked && rep.Acked > kept {
-		kept = rep.Acked
-	}
-	recorded := map[[32]byte]string{}
-	if err := chain.Scan(chainDir, func(e *record.Entry) error {
-		if e.Seq <= kept {
-			recorded[e.ArgsHash] = e.Decision
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, text := range seen {
-		if d, ok := recorded[argsHash(t, map[string]string{"text": text})]; !ok || d != record.Allow {
-			t.Fatalf("a client saw %q forwarded, but the chain has no signed or acknowledged allow entry for it (%q, %v)", text, d, ok)
-		}
-	}
+	rep, _ := checkCrashedChain(t, filepath.Join(state, "chain", "demo"), seen)
 	t.Logf("killed after %d answers; chain: %d entries, %d signed, acked to %d (%v)", len(seen), rep.Entries, rep.Signed, rep.Acked, rep.AckChecked)
 
 	// A restart signs what the crash left, and goes on.
