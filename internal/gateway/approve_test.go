@@ -264,26 +264,9 @@ func TestApproveRacedByATwin(t *testing.T) {
 // arguments: the grant covers the same call again, not every call of the
 // tool.
 func TestApproveSessionUnbound(t *testing.T) {
-	src := []byte("version: 1\nrules:\n  - {id: ask-send, effect: ask, server: v, unbound: true, tool: send}\n")
-	p, err := policy.Parse("unbound.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(p, []*Server{{Name: "v"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := approval.Open(filepath.Join(t.TempDir(), "approvals.db"), &approval.Options{Poll: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
 	asked := make(chan *approval.Request, 4)
-	s, err := e.NewSession(&SessionConfig{Server: "v", ID: "sess", Principal: "alice", Origin: capability.Interactive, Log: &syncLog{},
-		Approvals: &Approvals{Store: st, Timeout: time.Minute, Asked: func(r *approval.Request) func() { asked <- r; return nil }}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, st := askingSession(t, "  - {id: ask-send, effect: ask, server: v, unbound: true, tool: send}\n",
+		func(r *approval.Request) func() { asked <- r; return nil })
 	ctx := context.Background()
 	go func() {
 		r := <-asked
@@ -306,4 +289,30 @@ func TestApproveSessionUnbound(t *testing.T) {
 	if o, err := s.Call(cctx, "send", []byte(b)); err != nil || o.Forward {
 		t.Fatalf("another call of the tool went under the session's approval: %+v %v", o, err)
 	}
+}
+
+// askingSession is a session of server "v" (no bindings) under a policy
+// of rules, whose asks wait in a store of its own; asked, if set, is told
+// of each question.
+func askingSession(t *testing.T, rules string, asked func(*approval.Request) func()) (*Session, *approval.Store) {
+	t.Helper()
+	p, err := policy.Parse("asking.yaml", []byte("version: 1\nrules:\n"+rules), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(p, []*Server{{Name: "v"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := approval.Open(filepath.Join(t.TempDir(), "approvals.db"), &approval.Options{Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s, err := e.NewSession(&SessionConfig{Server: "v", ID: "sess", Principal: "alice", Origin: capability.Interactive, Log: &syncLog{},
+		Approvals: &Approvals{Store: st, Timeout: time.Minute, Asked: asked}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aegis-mcp/aegis/internal/approval"
 	"github.com/aegis-mcp/aegis/internal/capability"
-	"github.com/aegis-mcp/aegis/internal/policy"
 )
 
 // TestInBandQuestions: a call from a client that answers in the call's
@@ -167,25 +166,7 @@ func TestInBandNotForRetries(t *testing.T) {
 // round trips may carry another _meta (a new progress token): it is the
 // same request, and the answer counts for it; another uri does not.
 func TestInBandResourceRetry(t *testing.T) {
-	src := []byte("version: 1\nrules:\n  - {id: ask-notes, effect: ask, server: v, method: resources/read}\n")
-	p, err := policy.Parse("r.yaml", src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := New(p, []*Server{{Name: "v"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := approval.Open(filepath.Join(t.TempDir(), "approvals.db"), &approval.Options{Poll: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s, err := e.NewSession(&SessionConfig{Server: "v", ID: "sess", Principal: "alice", Origin: capability.Interactive, Log: &syncLog{},
-		Approvals: &Approvals{Store: st, Timeout: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := askingSession(t, "  - {id: ask-notes, effect: ask, server: v, method: resources/read}\n", nil)
 	ctx := context.Background()
 	for _, tt := range []struct {
 		retry   string
