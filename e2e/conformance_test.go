@@ -72,7 +72,7 @@ func (r scenarioResult) passed() bool { return r.checks > 0 && len(r.failures) =
 // stdio for each session, with a policy that allows everything. Every
 // scenario that passes bare must pass through aegis.
 func TestConformanceThroughServe(t *testing.T) {
-	node := needConformance(t)
+	node := needNodeV2(t)
 	home, aegisHome := tempDir(t), tempDir(t)
 	env := baseEnv(home, aegisHome)
 	server := filepath.Join(e2eDir, conformanceServer)
@@ -147,22 +147,6 @@ func TestConformanceThroughServe(t *testing.T) {
 		t.Logf("aegis's stderr, its end:\n%s", log)
 	}
 	s.stop(t)
-}
-
-// needConformance is needNode for the conformance test, and returns the
-// Node 22 to run the suite and the servers with.
-func needConformance(t *testing.T) string {
-	t.Helper()
-	needNode(t)
-	n, err := nodeV2()
-	if err == nil {
-		return n
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI is set and there is no Node 22 for the conformance suite: %v", err)
-	}
-	t.Skipf("skipping the conformance test: %v (the suite needs Node 22; e2e/install.sh installs it)", err)
-	return ""
 }
 
 // startBare starts the server over HTTP (server.mjs http), and returns

@@ -143,14 +143,7 @@ func TestServeReplicasShareCaps(t *testing.T) {
 	cmd, _ := json.Marshal([]string{aegisBin, "demo-server", "--quiet", "--root", dir})
 	config := "version: 1\npolicy: policy.yaml\nstate: {postgres: '" + pg + "'}\nservers:\n  demo:\n    bindings: bindings.yaml\n    schema: off\n    command: " + string(cmd) +
 		"\n    tools:\n      echo: {caps: {per_session: 3}}\nserve:\n  auth: {none: alice}\n"
-	var urls []string
-	for _, name := range []string{"a", "b"} {
-		d := filepath.Join(dir, name)
-		writeFiles(t, d, map[string]string{"aegis.yaml": config, "bindings.yaml": crashBindings, "policy.yaml": crashPolicy})
-		s := startServe(t, baseEnv(dir, filepath.Join(d, "state")), filepath.Join(d, "aegis.yaml"), "demo")
-		defer s.stop(t)
-		urls = append(urls, s.urls["demo"])
-	}
+	urls := demoReplicas(t, dir, config, map[string]string{"bindings.yaml": crashBindings, "policy.yaml": crashPolicy})
 	var mu sync.Mutex
 	answers := map[string]int{}
 	var wg sync.WaitGroup
@@ -158,20 +151,12 @@ func TestServeReplicasShareCaps(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"call-%d"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, i, i)
-			req, _ := http.NewRequest(http.MethodPost, urls[i%2], strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json")
-			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", "tools/call")
-			req.Header.Set("Mcp-Name", "echo")
-			resp, err := http.DefaultClient.Do(req)
+			got, err := statelessCall(urls[i%2], i, "echo", fmt.Sprintf(`{"text":"call-%d"}`, i))
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			b := []byte(got)
 			var m struct {
 				Result struct {
 					IsError bool `json:"isError"`
@@ -268,30 +253,14 @@ func TestServeReplicasShareTaint(t *testing.T) {
 		"\n    tools:\n      echo: {untrusted: true}\nserve:\n  auth: {none: alice}\n"
 	bindings := "version: 1\ntools:\n  echo: {tier: read-only}\n  status: {tier: read-only}\n"
 	policy := "version: 1\nrules:\n  - {id: echo, effect: allow, server: demo, tool: echo}\n  - {id: status-when-clean, effect: allow, server: demo, tool: status, taint: false}\n"
-	var urls []string
-	for _, name := range []string{"a", "b"} {
-		d := filepath.Join(dir, name)
-		writeFiles(t, d, map[string]string{"aegis.yaml": config, "bindings.yaml": bindings, "policy.yaml": policy})
-		s := startServe(t, baseEnv(dir, filepath.Join(d, "state")), filepath.Join(d, "aegis.yaml"), "demo")
-		defer s.stop(t)
-		urls = append(urls, s.urls["demo"])
-	}
+	urls := demoReplicas(t, dir, config, map[string]string{"bindings.yaml": bindings, "policy.yaml": policy})
 	call := func(url, tool, args string) string {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", tool)
-		resp, err := http.DefaultClient.Do(req)
+		got, err := statelessCall(url, 1, tool, args)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		return got
 	}
 	if got := call(urls[1], "status", `{}`); strings.Contains(got, "aegis denied") {
 		t.Fatalf("status on B before any taint: %s", got)
@@ -302,4 +271,46 @@ func TestServeReplicasShareTaint(t *testing.T) {
 	if got := call(urls[1], "status", `{}`); !strings.Contains(got, "aegis denied") {
 		t.Errorf("status on B after A read an untrusted result: %s, want it refused", got)
 	}
+}
+
+// demoReplicas starts two aegis serve replicas (state directories of
+// their own) of configuration config, with the other files, in dir, and
+// returns the demo server's URL on each.
+func demoReplicas(t *testing.T, dir, config string, files map[string]string) []string {
+	t.Helper()
+	var urls []string
+	for _, name := range []string{"a", "b"} {
+		d := filepath.Join(dir, name)
+		all := map[string]string{"aegis.yaml": config}
+		for k, v := range files {
+			all[k] = v
+		}
+		writeFiles(t, d, all)
+		s := startServe(t, baseEnv(dir, filepath.Join(d, "state")), filepath.Join(d, "aegis.yaml"), "demo")
+		t.Cleanup(func() { s.stop(t) })
+		urls = append(urls, s.urls["demo"])
+	}
+	return urls
+}
+
+// statelessCall calls tool with args (raw JSON) at url as a client of
+// revision 2026-07-28 does, and returns the answer's body.
+func statelessCall(url string, id int, tool, args string) (string, error) {
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, id, tool, args)
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }

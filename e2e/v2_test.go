@@ -161,6 +161,27 @@ func v2RunPlan(t *testing.T, node, revision string, env []string, config string,
 	return r, steps
 }
 
+// checkV2Steps checks the steps of a v2 session at revision rev: each
+// step's text holds every string want lists for it and never the key, and
+// the deploy's requestState came back as the server gave it.
+func checkV2Steps(t *testing.T, rev, key string, steps map[string]v2Step, want map[string][]string) {
+	t.Helper()
+	for name, subs := range want {
+		got := steps[name].text()
+		for _, sub := range subs {
+			if !strings.Contains(got, sub) {
+				t.Errorf("%s: got %q, want it to hold %q", name, got, sub)
+			}
+		}
+		if strings.Contains(got, key) {
+			t.Errorf("%s: the model reads the key: %q", name, got)
+		}
+	}
+	if got := steps["deploy"].text(); strings.Contains(got, "CHANGED") || rev >= "2026-07-28" && !strings.Contains(got, "state: intact") {
+		t.Errorf("deploy: the server's requestState did not come back as it was: %q", got)
+	}
+}
+
 // v2Home writes aegis's configuration and policy for the v2 server into a
 // new home, with the policy's extra rules, and returns the home, aegis's
 // state directory and the configuration's path.
@@ -220,20 +241,7 @@ func TestV2Eras(t *testing.T) {
 				"read intranet": {"ERROR", "-32001", `rule "no-intranet"`},
 				"greet":         {"Hello, Ada."},
 			}
-			for name, subs := range want {
-				got := steps[name].text()
-				for _, sub := range subs {
-					if !strings.Contains(got, sub) {
-						t.Errorf("%s: got %q, want it to hold %q", name, got, sub)
-					}
-				}
-				if strings.Contains(got, key) {
-					t.Errorf("%s: the model reads the key: %q", name, got)
-				}
-			}
-			if got := steps["deploy"].text(); strings.Contains(got, "CHANGED") || rev >= "2026-07-28" && !strings.Contains(got, "state: intact") {
-				t.Errorf("deploy: the server's requestState did not come back as it was: %q", got)
-			}
+			checkV2Steps(t, rev, key, steps, want)
 			entries, _ := readChain(t, aegisHome, "v2")
 			wantChain := []string{
 				"tools/call echo allow tools",
@@ -582,20 +590,7 @@ func TestServeV2Eras(t *testing.T) {
 				"read intranet": {"ERROR", "-32001", `rule "no-intranet"`},
 				"greet":         {"Hello, Ada."},
 			}
-			for name, subs := range want {
-				got := steps[name].text()
-				for _, sub := range subs {
-					if !strings.Contains(got, sub) {
-						t.Errorf("%s: got %q, want it to hold %q", name, got, sub)
-					}
-				}
-				if strings.Contains(got, key) {
-					t.Errorf("%s: the model reads the key: %q", name, got)
-				}
-			}
-			if got := steps["deploy"].text(); strings.Contains(got, "CHANGED") || rev >= "2026-07-28" && !strings.Contains(got, "state: intact") {
-				t.Errorf("deploy: the server's requestState did not come back as it was: %q", got)
-			}
+			checkV2Steps(t, rev, key, steps, want)
 			if got := steps["connect"].Result; rev >= "2026-07-28" && !strings.Contains(string(r.Raw), `"server/discover"`) {
 				t.Errorf("no server/discover at %s: %v", rev, got)
 			}
