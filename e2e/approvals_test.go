@@ -240,13 +240,7 @@ func TestApprovalsInTheGoClient(t *testing.T) {
 		if err != nil {
 			return err.Error(), true
 		}
-		var text string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text += tc.Text
-			}
-		}
-		return text, res.IsError
+		return resultText(res), res.IsError
 	}
 	if text, isErr := write(approved); isErr || !strings.Contains(text, "Successfully wrote") {
 		t.Errorf("the accepted write: %q (error %v)", text, isErr)

@@ -130,13 +130,7 @@ func TestChecksGoClient(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
-		var text strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text.WriteString(tc.Text)
-			}
-		}
-		got := text.String()
+		got := resultText(res)
 		refusedByAegis := res.IsError && strings.HasPrefix(got, "aegis denied this call")
 		switch {
 		case s.refused != "" && !refusedByAegis:

@@ -431,13 +431,7 @@ func goClientCalls(t *testing.T, env, cmd []string, calls []fsCall) ([]fsResult,
 		}
 		b, _ := json.Marshal(res)
 		seen = append(seen, b)
-		r := fsResult{isError: res.IsError}
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				r.text += tc.Text
-			}
-		}
-		out = append(out, r)
+		out = append(out, fsResult{isError: res.IsError, text: resultText(res)})
 	}
 	if err := session.Close(); err != nil {
 		t.Errorf("closing the session: %v", err)

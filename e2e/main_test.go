@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // pinned are the Node packages the tests drive, at the versions
@@ -260,4 +262,15 @@ func parallel(fns ...func() error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// resultText is the text of a tool result's text content, joined.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }

@@ -69,13 +69,7 @@ func TestServeReplicasShareApprovals(t *testing.T) {
 				done <- err.Error()
 				return
 			}
-			var b strings.Builder
-			for _, c := range res.Content {
-				if tc, ok := c.(*mcp.TextContent); ok {
-					b.WriteString(tc.Text)
-				}
-			}
-			done <- b.String()
+			done <- resultText(res)
 		}()
 		// From replica B's side: the question A put.
 		var id string
@@ -220,13 +214,7 @@ func TestServeReplicasSharePins(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		var sb strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				sb.WriteString(tc.Text)
-			}
-		}
-		return sb.String()
+		return resultText(res)
 	}
 	if got := call(b.urls["v2"]); got != "drifting: a" {
 		t.Fatalf("replica B, pinning: %q", got)

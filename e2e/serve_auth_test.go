@@ -8,14 +8,17 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aegis-mcp/aegis/internal/demoserver"
 	"github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -120,13 +123,7 @@ func TestServeTokens(t *testing.T) {
 		if err != nil {
 			return err.Error(), true
 		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String(), res.IsError
+		return resultText(res), res.IsError
 	}
 	alice := is.token(t, map[string]any{"sub": "alice", "roles": []string{"writer"}})
 	bob := is.token(t, map[string]any{"sub": "bob", "roles": []string{"reader"}})
@@ -196,5 +193,75 @@ func TestServeTokens(t *testing.T) {
 		if seen[p] != w {
 			t.Errorf("the chain's write of %s: %q, want %q (all: %v)", p, seen[p], w, seen)
 		}
+	}
+}
+
+// TestServeRemoteCredentials: a server configured by url: is reached with
+// the token its bearer_env names, on every request of every session
+// (initialize, calls, the GET stream, the DELETE), and never with the
+// caller's own: the client's API key stops at aegis. Two sessions in turn
+// go through the one bridge client of aegis's process.
+func TestServeRemoteCredentials(t *testing.T) {
+	const clientKey = "aegis_e2eclientkeyneverupstream0123"
+	const upstreamToken = "e2e-upstream-token-0123456789"
+	demo, err := demoserver.New(&demoserver.Options{Root: tempDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var auths []string
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return demo }, nil)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auths = append(auths, r.Method+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		sdk.ServeHTTP(w, r)
+	}))
+	t.Cleanup(upstream.Close) // after aegis serve's own cleanup, which ends its GET streams
+
+	dir := tempDir(t)
+	sum := sha256.Sum256([]byte(clientKey))
+	writeFiles(t, dir, map[string]string{
+		"serve.yaml": "version: 1\npolicy: policy.yaml\nservers:\n  remote:\n    url: " + upstream.URL + "\n    bearer_env: AEGIS_E2E_UPSTREAM_TOKEN\n" +
+			"serve:\n  auth:\n    api_keys: [{name: ci-bot, sha256: " + hex.EncodeToString(sum[:]) + "}]\n",
+		"policy.yaml": "version: 1\nrules:\n  - {id: echo, effect: allow, server: remote, tool: echo, unbound: true}\n",
+	})
+	s := startServe(t, append(baseEnv(dir, filepath.Join(dir, "state")), "AEGIS_E2E_UPSTREAM_TOKEN="+upstreamToken),
+		filepath.Join(dir, "serve.yaml"), "remote")
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "aegis-e2e-go", Version: "1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.urls["remote"], HTTPClient: &http.Client{Transport: bearerRT{clientKey}}}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\n%s", err, s.stderr)
+		}
+		if _, err := cs.ListTools(ctx, nil); err != nil { // aegis pins the tools' schemas
+			t.Fatalf("tools/list: %v\n%s", err, s.stderr)
+		}
+		text := fmt.Sprintf("hello %d", i)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+		if err != nil {
+			t.Fatalf("echo: %v\n%s", err, s.stderr)
+		}
+		if got := resultText(res); res.IsError || got != text {
+			t.Fatalf("echo = %q (isError %v), want %q\n%s", got, res.IsError, text, s.stderr)
+		}
+		cs.Close()
+		cancel()
+	}
+	s.stop(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	methods := map[string]bool{}
+	for _, a := range auths {
+		method, auth, _ := strings.Cut(a, " ")
+		methods[method] = true
+		if auth != "Bearer "+upstreamToken {
+			t.Errorf("the upstream got %s with Authorization %q, want the configured token", method, auth)
+		}
+	}
+	if !methods[http.MethodPost] || !methods[http.MethodDelete] {
+		t.Errorf("the upstream saw %q: want POSTs and each session's DELETE", auths)
 	}
 }

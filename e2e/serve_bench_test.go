@@ -51,8 +51,8 @@ const (
 	reverseProxyRole = "AEGIS_E2E_REVERSE_PROXY"
 	// serveRelayRole is aegis serve's transport and relay alone
 	// (serve.Handler), with a gate that forwards every call — no check, no
-	// chain entry — in front of the command whose argv the variable holds
-	// (\x1f between arguments): what serve adds beyond it is the gate's.
+	// chain entry — with the bridge to the URL the variable holds: what
+	// serve adds beyond it is the gate's.
 	serveRelayRole = "AEGIS_E2E_SERVE_RELAY"
 )
 
@@ -90,9 +90,13 @@ func init() {
 		}
 	case os.Getenv(serveRelayRole) != "":
 		serveFn = func() (http.Handler, error) {
-			argv := strings.Split(os.Getenv(serveRelayRole), "\x1f")
+			url := os.Getenv(serveRelayRole)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+			bridge := func(ctx context.Context, in io.Reader, out io.Writer) error {
+				return serve.Bridge(ctx, in, out, url, client, nil)
+			}
 			start := func(context.Context, serve.Started) (*serve.Upstream, error) {
-				return &serve.Upstream{Cmd: exec.Command(argv[0], argv[1:]...), Gate: forwardAll{}, Options: &proxy.Options{Stderr: io.Discard}}, nil
+				return &serve.Upstream{Bridge: bridge, Gate: forwardAll{}, Options: &proxy.Options{Stderr: io.Discard}}, nil
 			}
 			h := serve.New(&serve.Config{
 				Servers:     map[string]*serve.Server{"demo": {Start: start}},
@@ -218,7 +222,7 @@ func startServeBench(b *testing.B, revision string, want []string) *serveBench {
 		sb.urls["rproxy"], sb.pids["rproxy"] = strings.Replace(upstream, base, u, 1), pid
 	}
 	if has("url-relay") {
-		u, pid := startRole(b, env, serveRelayRole, strings.Join([]string{aegisBin, "upstream", "--url", upstream}, "\x1f"))
+		u, pid := startRole(b, env, serveRelayRole, upstream)
 		sb.urls["url-relay"], sb.pids["url-relay"] = u+"/mcp/demo", pid
 	}
 	demo := []string{serverBin, "demo-server", "--quiet", "--root", root}
@@ -307,7 +311,7 @@ func benchPathsFrom() []string {
 // trip of one echo call by each path, in rounds that take the paths in a
 // new order each time: direct to the upstream; through the reverse proxy
 // (rproxy); through aegis serve's transport and relay alone with aegis's
-// bridge (`aegis upstream`) to the upstream (url-relay: no gate); through
+// bridge (serve.Bridge) to the upstream (url-relay: no gate); through
 // aegis serve with the upstream as its url: (url-shm, url-disk: state on
 // tmpfs or on $TMPDIR's disk); and through aegis serve with the demo
 // server as its stdio command: (stdio-shm, stdio-disk), which the SDK's

@@ -160,13 +160,7 @@ func TestServeFilesystem(t *testing.T) {
 		if err != nil {
 			return err.Error(), true
 		}
-		var b strings.Builder
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				b.WriteString(tc.Text)
-			}
-		}
-		return b.String(), res.IsError
+		return resultText(res), res.IsError
 	}
 	if got, isErr := read(filepath.Join(h.home, "projects/notes.txt")); isErr || !strings.Contains(got, allowedText) {
 		t.Errorf("the project's notes: %q", got)

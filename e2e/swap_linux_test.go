@@ -126,12 +126,7 @@ func swapRun(t *testing.T, mode string, tc swapCase) {
 			stop()
 			t.Fatalf("call %d: %v\nstderr:\n%s", calls, err, stderr.String())
 		}
-		var text string
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text += tc.Text
-			}
-		}
+		text := resultText(res)
 		switch {
 		case strings.Contains(text, swapMarker):
 			leaked++
@@ -228,12 +223,7 @@ func TestSandboxSwapMakesNoDeniedTree(t *testing.T) {
 					ss.stop()
 					t.Fatalf("call %d: %v\nstderr:\n%s", calls, err, ss.stderr.String())
 				}
-				var text string
-				for _, c := range res.Content {
-					if tc, ok := c.(*mcp.TextContent); ok {
-						text += tc.Text
-					}
-				}
+				text := resultText(res)
 				_, statErr := os.Lstat(ssh)
 				switch {
 				case statErr == nil:

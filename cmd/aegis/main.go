@@ -77,8 +77,6 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdRun(rest, stdin, stdout, stderr)
 	case "serve":
 		err = cmdServe(rest, stdout, stderr)
-	case "upstream":
-		err = cmdUpstream(rest, stdin, stdout, stderr)
 	case "api-key":
 		err = cmdAPIKey(rest, stdout, stderr)
 	case "explain":

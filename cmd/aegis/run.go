@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -30,6 +31,7 @@ import (
 	"github.com/aegis-mcp/aegis/internal/policy"
 	"github.com/aegis-mcp/aegis/internal/proxy"
 	"github.com/aegis-mcp/aegis/internal/sandbox"
+	"github.com/aegis-mcp/aegis/internal/serve"
 )
 
 // stringsFlag collects a repeated flag.
@@ -185,7 +187,7 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		}
 	}
 	relay := cfg.Relay[name]
-	err = proxy.Run(ctx, stdin, stdout, srv.cmd, proxy.SessionGate(sess), &proxy.Options{
+	err = srv.run(ctx, stdin, stdout, proxy.SessionGate(sess), &proxy.Options{
 		MaxMessageBytes: int(relay.MaxMessageBytes),
 		MaxInFlight:     relay.MaxInFlight,
 		CallTimeout:     relay.CallTimeout,
@@ -211,8 +213,17 @@ func cmdRun(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 // once it has exited (its sandbox, its egress proxy).
 type launched struct {
 	cmd     *exec.Cmd
+	bridge  proxy.Bridge // in place of cmd, for a server at a URL
 	twin    func() (*exec.Cmd, func(), error)
 	closers []func()
+}
+
+// run relays between the client on stdin and stdout and the server.
+func (l *launched) run(ctx context.Context, stdin io.Reader, stdout io.Writer, gate proxy.Gate, o *proxy.Options) error {
+	if l.bridge != nil {
+		return proxy.RunBridge(ctx, stdin, stdout, l.bridge, gate, o)
+	}
+	return proxy.Run(ctx, stdin, stdout, l.cmd, gate, o)
 }
 
 func (l *launched) close() {
@@ -304,26 +315,33 @@ func launch(name string, cfg *config.Config, eng *gateway.Engine, sess *gateway.
 	return l, nil
 }
 
-// remote is a server at a URL: aegis's own bridge (`aegis upstream`)
-// in place of its process. There is no process of the server's here to
-// confine; the bridge gets the token from the variable bearer_env names,
-// and nothing else of aegis's environment.
+// remote is a server at a URL: aegis's own bridge (serve.Bridge) in
+// place of its process, in aegis's process. There is no process of the
+// server's here to confine; the bridge presents the token bearer_env
+// names, and nothing of the client's.
 func remote(name string, relay config.Relay) (*launched, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("server %q: %w", name, err)
-	}
-	cmd := exec.Command(self, "upstream", "--url", relay.URL)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	header := http.Header{}
 	if relay.BearerEnv != "" {
 		token := os.Getenv(relay.BearerEnv)
 		if token == "" {
 			return nil, fmt.Errorf("server %q: bearer_env %s is not set", name, relay.BearerEnv)
 		}
-		cmd.Env = append(cmd.Env, upstreamBearer+"="+token)
+		header.Set("Authorization", "Bearer "+token)
 	}
-	return &launched{cmd: cmd}, nil
+	url := relay.URL
+	return &launched{bridge: func(ctx context.Context, in io.Reader, out io.Writer) error {
+		return serve.Bridge(ctx, in, out, url, upstreamClient, header)
+	}}, nil
 }
+
+// upstreamClient is the HTTP client of every bridge: the sessions of a
+// server at a URL share its connections. It takes no proxy from the
+// environment: the server is at the URL the configuration chose.
+var upstreamClient = &http.Client{Transport: &http.Transport{
+	Proxy:               nil,
+	MaxIdleConnsPerHost: 256,
+	IdleConnTimeout:     90 * time.Second,
+}}
 
 // unboundTools reports whether any tool of srv runs unbound.
 func unboundTools(srv *gateway.Server) bool {

@@ -320,8 +320,9 @@ func serveServer(name string, cfg *config.Config, eng *gateway.Engine, bases []s
 		}
 		logger.Info(what, "server", name, "session", id, "principal", who.Principal, "roles", strings.Join(who.Roles, ","))
 		return &serve.Upstream{
-			Cmd:  l.cmd,
-			Gate: proxy.SessionGate(sess),
+			Cmd:    l.cmd,
+			Bridge: l.bridge,
+			Gate:   proxy.SessionGate(sess),
 			Options: &proxy.Options{
 				MaxMessageBytes: int(relay.MaxMessageBytes),
 				MaxInFlight:     relay.MaxInFlight,

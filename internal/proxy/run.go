@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -110,14 +109,21 @@ func (o *Options) resolve() Options {
 // A ServerExitError reports that the wrapped server exited, or closed its
 // output, while the client was still connected. Run returns it.
 type ServerExitError struct {
-	// State is the server's exit state.
+	// State is the server's exit state; nil for a [Bridge].
 	State *os.ProcessState
+	// Bridge says how a bridge's server ended ([RunBridge]).
+	Bridge string
 }
 
-func (e *ServerExitError) Error() string { return "proxy: " + describeExit(e.State) }
+func (e *ServerExitError) Error() string {
+	if e.Bridge != "" {
+		return "proxy: " + e.Bridge
+	}
+	return "proxy: " + describeExit(e.State)
+}
 
 // ExitCode returns the server's exit code, or -1 if a signal ended it.
-func (e *ServerExitError) ExitCode() int { return e.State.ExitCode() }
+func (e *ServerExitError) ExitCode() int { return e.State.ExitCode() } // -1 for a bridge
 
 func describeExit(s *os.ProcessState) string {
 	if s == nil {
@@ -144,12 +150,34 @@ func describeExit(s *os.ProcessState) string {
 //
 // Run does not wait for a read from stdin that it cannot interrupt; it
 // writes nothing to stdout after it returns.
-func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, gate Gate, o *Options) (err error) {
-	if gate == nil {
-		return errors.New("proxy: Run needs a Gate")
-	}
+func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, gate Gate, o *Options) error {
 	if cmd.Stdin != nil || cmd.Stdout != nil || cmd.Stderr != nil {
 		return errors.New("proxy: the relay owns the server's stdin, stdout and stderr; leave them nil")
+	}
+	return run(ctx, stdin, stdout, &process{cmd: cmd}, gate, o)
+}
+
+// A Bridge is an MCP server reached from aegis's own process (a remote
+// server's HTTP client, see serve.Bridge): it reads the relay's messages
+// from in and writes the server's to out, one per line, until in ends or
+// ctx is done.
+type Bridge func(ctx context.Context, in io.Reader, out io.Writer) error
+
+// RunBridge is [Run] with the server a bridge in aegis's process instead
+// of a process of its own: there is no process hop and no runtime of its
+// own per session. The bridge's input is closed, and ctx cancelled, where
+// Run would close a server's input and signal it; its end is the server's
+// exit.
+func RunBridge(ctx context.Context, stdin io.Reader, stdout io.Writer, b Bridge, gate Gate, o *Options) error {
+	if b == nil {
+		return errors.New("proxy: RunBridge needs a Bridge")
+	}
+	return run(ctx, stdin, stdout, &inProcess{run: b}, gate, o)
+}
+
+func run(ctx context.Context, stdin io.Reader, stdout io.Writer, srv server, gate Gate, o *Options) (err error) {
+	if gate == nil {
+		return errors.New("proxy: Run needs a Gate")
 	}
 	opts := o.resolve()
 
@@ -184,15 +212,8 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 		return fmt.Errorf("proxy: %w", err)
 	}
 	defer errR.Close()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if cmd.WaitDelay == 0 {
-		cmd.WaitDelay = opts.ShutdownGrace
-	}
-	err = cmd.Start()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	if err != nil {
+	waitDelay := srv.waitDelay(opts.ShutdownGrace)
+	if err := srv.start(ctx, inR, outW, errW); err != nil {
 		inW.Close()
 		return fmt.Errorf("proxy: starting the MCP server: %w", err)
 	}
@@ -239,15 +260,15 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 
 	exited := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		srv.wait()
 		// What the server wrote to stderr before it exited is copied
 		// before its exit is acted on, within the grace period that
 		// os/exec gives its own copies (WaitDelay): a child of the server
 		// may hold the pipe open.
-		errR.SetReadDeadline(time.Now().Add(cmd.WaitDelay))
+		errR.SetReadDeadline(time.Now().Add(waitDelay))
 		select {
 		case <-copied:
-		case <-time.After(2 * cmd.WaitDelay):
+		case <-time.After(2 * waitDelay):
 			// The copy is stuck writing: aegis's own stderr does not
 			// take it. The log file has what was read; the exit is acted
 			// on all the same.
@@ -277,7 +298,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	// gone answers the requests still waiting, unless the client will not
 	// take the answers.
 	gone := func() {
-		why := errors.New(describeExit(cmd.ProcessState))
+		why := errors.New(srv.describe())
 		waiting := r.markGone(why) // from here on, no gate starts
 		done := make(chan struct{})
 		go func() {
@@ -293,7 +314,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	}
 	shutdown := func() {
 		r.closeServer(inW, grace)
-		terminate(cmd, exited, grace, opts.Logger)
+		terminate(srv, exited, grace, opts.Logger)
 		drain()
 	}
 
@@ -327,14 +348,14 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	case <-serverDone:
 		// The server closed its output; it is as good as gone.
 		r.closeServer(inW, grace)
-		terminate(cmd, exited, grace, opts.Logger)
+		terminate(srv, exited, grace, opts.Logger)
 		gone()
-		err = &ServerExitError{State: cmd.ProcessState}
+		err = srv.exitError()
 	case <-exited:
 		r.closeServer(inW, grace)
 		drain()
 		gone()
-		err = &ServerExitError{State: cmd.ProcessState}
+		err = srv.exitError()
 	case <-ctx.Done():
 		shutdown()
 		gone()
@@ -351,7 +372,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 	case <-time.After(grace):
 	}
 	r.stop()
-	opts.Logger.Info("proxy: stopped", "server", describeExit(cmd.ProcessState))
+	opts.Logger.Info("proxy: stopped", "server", srv.describe())
 	return err
 }
 
@@ -377,7 +398,7 @@ func rawWriter(f *os.File, w io.Writer) io.Writer {
 
 // terminate waits for the server to exit, then asks it to (SIGTERM), then
 // kills it, waiting grace before each step.
-func terminate(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration, log *slog.Logger) {
+func terminate(srv server, exited <-chan struct{}, grace time.Duration, log *slog.Logger) {
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
@@ -386,9 +407,7 @@ func terminate(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration, log *
 	case <-t.C:
 	}
 	log.Warn("proxy: the MCP server did not exit after its input closed; sending SIGTERM")
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		cmd.Process.Kill()
-	}
+	srv.stop()
 	t.Reset(grace)
 	select {
 	case <-exited:
@@ -396,7 +415,7 @@ func terminate(cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration, log *
 	case <-t.C:
 	}
 	log.Warn("proxy: the MCP server did not exit after SIGTERM; killing it")
-	cmd.Process.Kill()
+	srv.kill()
 	<-exited
 }
 

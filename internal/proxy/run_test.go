@@ -27,6 +27,21 @@ type running struct {
 
 func startRun(t *testing.T, ctx context.Context, cmd *exec.Cmd, gate Gate, o *Options) *running {
 	t.Helper()
+	return startRelay(t, o, func(stdin io.Reader, stdout io.Writer, o *Options) error {
+		return Run(ctx, stdin, stdout, cmd, gate, o)
+	})
+}
+
+// startBridge is startRun with the server a Bridge.
+func startBridge(t *testing.T, ctx context.Context, b Bridge, gate Gate, o *Options) *running {
+	t.Helper()
+	return startRelay(t, o, func(stdin io.Reader, stdout io.Writer, o *Options) error {
+		return RunBridge(ctx, stdin, stdout, b, gate, o)
+	})
+}
+
+func startRelay(t *testing.T, o *Options, run func(io.Reader, io.Writer, *Options) error) *running {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	rn := &running{
@@ -43,7 +58,7 @@ func startRun(t *testing.T, ctx context.Context, cmd *exec.Cmd, gate Gate, o *Op
 	o.StderrLog = rn.stderrLog
 	o.Logger = testLogger(t)
 	go func() {
-		rn.done <- Run(ctx, inR, outW, cmd, gate, o)
+		rn.done <- run(inR, outW, o)
 		outW.Close()
 	}()
 	t.Cleanup(func() {

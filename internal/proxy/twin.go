@@ -357,7 +357,7 @@ func (t *twin) close() {
 		return
 	}
 	w.Close()
-	terminate(cmd, exited, t.grace, t.log)
+	terminate(&process{cmd: cmd}, exited, t.grace, t.log)
 	done()
 }
 

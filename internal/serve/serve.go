@@ -51,10 +51,12 @@ type Identity struct {
 }
 
 // An Upstream is what one session's relay runs: the server's command (not
-// started, its standard streams nil), the gate that decides for the
-// session, the relay's options, and what to call once the relay ended.
+// started, its standard streams nil) or, for a server reached from aegis's
+// own process, its bridge; the gate that decides for the session, the
+// relay's options, and what to call once the relay ended.
 type Upstream struct {
 	Cmd     *exec.Cmd
+	Bridge  proxy.Bridge
 	Gate    proxy.Gate
 	Options *proxy.Options
 	Close   func()
@@ -582,7 +584,12 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 	}
 	go func() {
 		defer h.relays.Done()
-		err := proxy.Run(s.ctx, s.inR, s, up.Cmd, up.Gate, up.Options)
+		var err error
+		if up.Bridge != nil {
+			err = proxy.RunBridge(s.ctx, s.inR, s, up.Bridge, up.Gate, up.Options)
+		} else {
+			err = proxy.Run(s.ctx, s.inR, s, up.Cmd, up.Gate, up.Options)
+		}
 		if up.Close != nil {
 			up.Close()
 		}

@@ -15,13 +15,13 @@ import (
 )
 
 // This file is the other end: a remote MCP server over Streamable HTTP as
-// the relay's upstream. The relay speaks to a process over stdio; Bridge
-// is that process for a server at a URL (`aegis upstream`, which aegis
-// serve starts in place of a server's command): each line it reads is
-// POSTed, and each message of the answers, JSON or SSE, and of the
-// session's GET stream is written back as a line. The relay decides and
-// records as for any server; the bridge adds nothing of the client's:
-// its credentials are the configuration's (header), never the caller's.
+// the relay's upstream. The relay speaks to a server over stdio; Bridge
+// is that server for one at a URL, run in aegis's process
+// (proxy.RunBridge): each line it reads is POSTed, and each message of the
+// answers, JSON or SSE, and of the session's GET stream is written back as
+// a line. The relay decides and records as for any server; the bridge
+// adds nothing of the client's: its credentials are the configuration's
+// (header), never the caller's.
 
 // maxLine bounds one message read from the relay or the server.
 const maxLine = 64 << 20
