@@ -134,6 +134,13 @@ func v2Run(t *testing.T, node, revision string, env []string, config string, cal
 // v2RunPlan is v2Run with the whole plan of driver-v2.mjs.
 func v2RunPlan(t *testing.T, node, revision string, env []string, config string, plan map[string]any) (driverRun, map[string]v2Step) {
 	t.Helper()
+	return v2RunPlanOn(t, node, revision, env, aegisRun(config, "v2", node, filepath.Join(e2eDir, v2Server)), plan)
+}
+
+// v2RunPlanOn is v2RunPlan with the client connecting to target: aegis
+// run's command line, or aegis serve's URL.
+func v2RunPlanOn(t *testing.T, node, revision string, env, target []string, plan map[string]any) (driverRun, map[string]v2Step) {
+	t.Helper()
 	b, err := json.Marshal(plan)
 	if err != nil {
 		t.Fatal(err)
@@ -142,8 +149,7 @@ func v2RunPlan(t *testing.T, node, revision string, env []string, config string,
 	if err := os.WriteFile(planFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := runScript(node, "driver-v2.mjs", env, []string{revision, planFile},
-		aegisRun(config, "v2", node, filepath.Join(e2eDir, v2Server)))
+	r, err := runScript(node, "driver-v2.mjs", env, []string{revision, planFile}, target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,71 +474,89 @@ func TestV2AnswerWithASecret(t *testing.T) {
 // and aegis log shows who answered and how.
 func TestV2Approvals(t *testing.T) {
 	node := needNodeV2(t)
-	for _, rev := range v2Revisions {
-		t.Run(rev, func(t *testing.T) {
-			home, aegisHome, config := v2Home(t,
-				"  - {id: elicit, effect: allow, server: v2, method: elicitation/create}\n"+
-					"  - {id: ask-echo, effect: ask, server: v2, unbound: true, tool: echo, reason: echoes need a person}\n"+
-					"  - {id: ask-deploy, effect: ask, server: v2, unbound: true, tool: deploy, reason: deploys need a person}\n")
-			writeFiles(t, home, map[string]string{"aegis.yaml": "version: 1\npolicy: policy.yaml\napprovals: {timeout: 1m}\nservers:\n  v2: {env: [AEGIS_E2E_V2_KEY]}\n"})
-			env := append(baseEnv(home, aegisHome), "AEGIS_E2E_V2_KEY="+fakeAWSKey(t))
-			plan := map[string]any{
-				"reason": "ship it",
-				"elicit": []map[string]any{
-					{"match": `{"text":"yes"}`, "answer": map[string]any{"action": "accept", "content": map[string]any{"scope": "call"}}},
-					{"match": `{"text":"no"}`, "answer": map[string]any{"action": "decline"}},
-					{"match": `{"env":"prod"}`, "answer": map[string]any{"action": "accept", "content": map[string]any{"scope": "call"}}},
-				},
-				"calls": []methodCall{
-					{Name: "approved", Tool: "echo", Arguments: map[string]any{"text": "yes"}},
-					{Name: "declined", Tool: "echo", Arguments: map[string]any{"text": "no"}},
-					{Name: "deploy", Tool: "deploy", Arguments: map[string]any{"env": "prod"}},
-				},
-			}
-			r, steps := v2RunPlan(t, node, rev, env, config, plan)
-			if got := steps["approved"].text(); got != "echo: yes" {
-				t.Errorf("the approved call: %q, want the server's answer to it alone", got)
-			}
-			if got := steps["declined"].text(); !strings.Contains(got, "ISERROR") || !strings.Contains(got, "declined this call") {
-				t.Errorf("the declined call: %q", got)
-			}
-			if got := steps["deploy"].text(); !strings.Contains(got, "deployed to prod; reason: ship it") ||
-				rev >= "2026-07-28" && !strings.Contains(got, "state: intact") {
-				t.Errorf("deploy: %q", got)
-			}
-			var aegisQs, serverQs int
-			for _, a := range r.T.Asked {
-				s := string(a)
-				switch {
-				case strings.Contains(s, "aegis: approve this call v2/"):
-					aegisQs++
-				case strings.Contains(s, "Deploy to prod"):
-					serverQs++
-				}
-			}
-			if aegisQs != 3 || serverQs != 1 {
-				t.Errorf("the person was asked %d questions of aegis's and %d of the server's, want 3 and 1", aegisQs, serverQs)
-			}
-			raw := string(r.Raw)
-			if strings.Contains(raw, "echo: no") {
-				t.Errorf("the declined call reached the server")
-			}
-			if wantRound := rev >= "2026-07-28"; strings.Contains(raw, `"aegis-approval.`) != wantRound {
-				t.Errorf("aegis's round trip in the client's messages: %v, want %v", !wantRound, wantRound)
-			}
-			log, code := aegisCLI(t, env, "log", "--server", "v2")
-			if code != 0 {
-				t.Fatalf("aegis log: exit %d: %s", code, log)
-			}
-			for _, want := range []string{"approved by", "through elicitation, for this call", "denied by"} {
-				if !strings.Contains(log, want) {
-					t.Errorf("aegis log does not show %q:\n%s", want, log)
-				}
-			}
-			if rev >= "2026-07-28" && !strings.Contains(log, "continues the call approved") {
-				t.Errorf("aegis log does not show the deploy's continuation:\n%s", log)
-			}
-		})
+	for _, via := range []string{"run", "serve"} {
+		for _, rev := range v2Revisions {
+			t.Run(via+"/"+rev, func(t *testing.T) { testV2Approvals(t, node, via, rev) })
+		}
+	}
+}
+
+// testV2Approvals is TestV2Approvals at revision rev, through aegis run or
+// aegis serve (via): over HTTP, aegis's questions of the 2025 revisions
+// reach the client on a stream of the session, and the 2026 round trips
+// are the stateless requests' own.
+func testV2Approvals(t *testing.T, node, via, rev string) {
+	home, aegisHome, config := v2Home(t,
+		"  - {id: elicit, effect: allow, server: v2, method: elicitation/create}\n"+
+			"  - {id: ask-echo, effect: ask, server: v2, unbound: true, tool: echo, reason: echoes need a person}\n"+
+			"  - {id: ask-deploy, effect: ask, server: v2, unbound: true, tool: deploy, reason: deploys need a person}\n")
+	cmd, _ := json.Marshal([]string{node, filepath.Join(e2eDir, v2Server)})
+	writeFiles(t, home, map[string]string{
+		"aegis.yaml": "version: 1\npolicy: policy.yaml\napprovals: {timeout: 1m}\nservers:\n  v2: {env: [AEGIS_E2E_V2_KEY]}\n",
+		"serve.yaml": "version: 1\npolicy: policy.yaml\napprovals: {timeout: 1m}\nservers:\n  v2:\n    env: [AEGIS_E2E_V2_KEY]\n    command: " + string(cmd) + "\nserve:\n  auth: {none: alice}\n",
+	})
+	env := append(baseEnv(home, aegisHome), "AEGIS_E2E_V2_KEY="+fakeAWSKey(t))
+	target := aegisRun(config, "v2", node, filepath.Join(e2eDir, v2Server))
+	if via == "serve" {
+		s := startServe(t, env, filepath.Join(home, "serve.yaml"), "v2")
+		defer s.stop(t)
+		target = []string{s.urls["v2"]}
+	}
+	plan := map[string]any{
+		"reason": "ship it",
+		"elicit": []map[string]any{
+			{"match": `{"text":"yes"}`, "answer": map[string]any{"action": "accept", "content": map[string]any{"scope": "call"}}},
+			{"match": `{"text":"no"}`, "answer": map[string]any{"action": "decline"}},
+			{"match": `{"env":"prod"}`, "answer": map[string]any{"action": "accept", "content": map[string]any{"scope": "call"}}},
+		},
+		"calls": []methodCall{
+			{Name: "approved", Tool: "echo", Arguments: map[string]any{"text": "yes"}},
+			{Name: "declined", Tool: "echo", Arguments: map[string]any{"text": "no"}},
+			{Name: "deploy", Tool: "deploy", Arguments: map[string]any{"env": "prod"}},
+		},
+	}
+	r, steps := v2RunPlanOn(t, node, rev, env, target, plan)
+	if got := steps["approved"].text(); got != "echo: yes" {
+		t.Errorf("the approved call: %q, want the server's answer to it alone", got)
+	}
+	if got := steps["declined"].text(); !strings.Contains(got, "ISERROR") || !strings.Contains(got, "declined this call") {
+		t.Errorf("the declined call: %q", got)
+	}
+	if got := steps["deploy"].text(); !strings.Contains(got, "deployed to prod; reason: ship it") ||
+		rev >= "2026-07-28" && !strings.Contains(got, "state: intact") {
+		t.Errorf("deploy: %q", got)
+	}
+	var aegisQs, serverQs int
+	for _, a := range r.T.Asked {
+		s := string(a)
+		switch {
+		case strings.Contains(s, "aegis: approve this call v2/"):
+			aegisQs++
+		case strings.Contains(s, "Deploy to prod"):
+			serverQs++
+		}
+	}
+	if aegisQs != 3 || serverQs != 1 {
+		t.Errorf("the person was asked %d questions of aegis's and %d of the server's, want 3 and 1", aegisQs, serverQs)
+	}
+	raw := string(r.Raw)
+	if strings.Contains(raw, "echo: no") {
+		t.Errorf("the declined call reached the server")
+	}
+	if wantRound := rev >= "2026-07-28"; strings.Contains(raw, `"aegis-approval.`) != wantRound {
+		t.Errorf("aegis's round trip in the client's messages: %v, want %v", !wantRound, wantRound)
+	}
+	log, code := aegisCLI(t, env, "log", "--server", "v2")
+	if code != 0 {
+		t.Fatalf("aegis log: exit %d: %s", code, log)
+	}
+	for _, want := range []string{"approved by", "through elicitation, for this call", "denied by"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("aegis log does not show %q:\n%s", want, log)
+		}
+	}
+	if rev >= "2026-07-28" && !strings.Contains(log, "continues the call approved") {
+		t.Errorf("aegis log does not show the deploy's continuation:\n%s", log)
 	}
 }
 
