@@ -59,7 +59,7 @@ func TestCrashUnderLoad(t *testing.T) {
 
 	chainDir := filepath.Join(state, "chain", "demo")
 	pub := readKey(t, chainDir)
-	rep, kept := checkCrashedChain(t, chainDir, seen)
+	rep, kept := checkCrashedChain(t, chainDir, chainDir, seen)
 	t.Logf("killed after %d answers of %d calls; chain: %d entries, %d signed, acked to %d (%v), %d torn bytes", len(seen), calls, rep.Entries, rep.Signed, rep.Acked, rep.AckChecked, rep.TornBytes)
 
 	// A restart keeps and signs exactly those, and goes on.
@@ -80,11 +80,12 @@ func TestCrashUnderLoad(t *testing.T) {
 // after a SIGKILL: at most cut short, never broken, and an allow entry,
 // signed or acknowledged, for each call whose echo text a client saw
 // answered. It returns the verification and the last seq a restart keeps.
-func checkCrashedChain(t *testing.T, chainDir string, seen []string) (chain.Report, uint64) {
+func checkCrashedChain(t *testing.T, chainDir, keyDir string, seen []string) (chain.Report, uint64) {
 	t.Helper()
 	// With the private key, verify also checks the ack line after the last
 	// checkpoint: what the crashed writer acknowledged and had not signed.
-	rep, err := chain.VerifyWith(chainDir, readKey(t, chainDir), &chain.VerifyOptions{AckKey: readPrivateKey(t, chainDir)})
+	// keyDir holds the keys: the chain's own, or its first lane's.
+	rep, err := chain.VerifyWith(chainDir, readKey(t, keyDir), &chain.VerifyOptions{AckKey: readPrivateKey(t, keyDir)})
 	var be *chain.BreakError
 	if errors.As(err, &be) {
 		t.Fatalf("after SIGKILL the chain is broken, not just cut short: %v", err)
