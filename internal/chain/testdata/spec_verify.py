@@ -2,8 +2,13 @@
 """An independent verifier of an aegis chain, written from SPEC.md alone.
 
 usage: spec_verify.py DIR PUBLIC_KEY_PEM [--all-signatures]
+       spec_verify.py --batch
 
 Prints one line: "ok entries=N signed=M torn=T" or "break KIND seq=S: why".
+With --batch, each line of stdin is a JSON array of the arguments of one
+run (["DIR", "PUBLIC_KEY_PEM"] or with "--all-signatures"), and each
+verdict is printed on a line of its own, as a JSON string, in order: one
+process for many chains, as Python's start is most of a run's time.
 The Go tests run it beside chain.Verify and compare the verdicts, so that
 SPEC.md stays enough to verify a chain without aegis's code.
 """
@@ -154,16 +159,24 @@ def verify(d, pub, all_sigs):
     return nxt - 1, signed, torn, last_ack["ack"] if last_ack else 0
 
 
-def main():
-    d, keyfile = sys.argv[1], sys.argv[2]
+def verdict(args):
+    d, keyfile = args[0], args[1]
     pub = load_pem_public_key(open(keyfile, "rb").read())
     if not isinstance(pub, Ed25519PublicKey):
         raise SystemExit("not an Ed25519 key")
     try:
-        n, signed, torn, acked = verify(d, pub, "--all-signatures" in sys.argv)
-        print("ok entries=%d signed=%d torn=%d acked=%d" % (n, signed, torn, acked))
+        n, signed, torn, acked = verify(d, pub, "--all-signatures" in args[2:])
+        return "ok entries=%d signed=%d torn=%d acked=%d" % (n, signed, torn, acked)
     except Break as b:
-        print("break %s seq=%d: %s" % (b.kind, b.seq, b.why))
+        return "break %s seq=%d: %s" % (b.kind, b.seq, b.why)
+
+
+def main():
+    if sys.argv[1:] == ["--batch"]:
+        for line in sys.stdin:
+            print(json.dumps(verdict(json.loads(line))))
+    else:
+        print(verdict(sys.argv[1:]))
 
 
 if __name__ == "__main__":
