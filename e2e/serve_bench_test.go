@@ -604,17 +604,18 @@ func BenchmarkServeSessionMemory(b *testing.B) {
 		}
 	}
 	type sample struct {
-		rss, heap, stacks, sessions, goroutines, fds float64
+		rss, heap, stacks, sessions, goroutines, fds, threads float64
 	}
 	measure := func() sample {
 		// Only the connection of this measurement is open.
 		hc.CloseIdleConnections()
 		time.Sleep(200 * time.Millisecond)
 		rss := float64(vmRSS(pid)) // before the garbage that liveHeap makes
+		threads := float64(procStatus(pid, "Threads:"))
 		heap := liveHeap()
 		m := promValues(b, hc, metricsURL)
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		return sample{rss: rss, heap: heap, stacks: m["go_memstats_stack_inuse_bytes"], sessions: m["aegis_sessions_open"], goroutines: m["go_goroutines"], fds: float64(len(fds))}
+		return sample{rss: rss, heap: heap, stacks: m["go_memstats_stack_inuse_bytes"], sessions: m["aegis_sessions_open"], goroutines: m["go_goroutines"], fds: float64(len(fds)), threads: threads}
 	}
 	// settle waits until aegis serve has no session open.
 	settle := func() {
@@ -698,10 +699,10 @@ func BenchmarkServeSessionMemory(b *testing.B) {
 		wg.Wait()
 		settle()
 		after = measure()
-		b.Logf("cycle %d: %d sessions: RSS %.1f MiB → %.1f MiB open → %.1f MiB closed; live heap %.0f → %.0f → %.0f MiB; stacks %.1f → %.1f → %.1f MiB; goroutines %v → %v → %v; fds %v → %v → %v",
+		b.Logf("cycle %d: %d sessions: RSS %.1f MiB → %.1f MiB open → %.1f MiB closed; live heap %.0f → %.0f → %.0f MiB; stacks %.1f → %.1f → %.1f MiB; goroutines %v → %v → %v; threads %v → %v → %v; fds %v → %v → %v",
 			cycle, n, base.rss/(1<<20), peak.rss/(1<<20), after.rss/(1<<20), base.heap/(1<<20), peak.heap/(1<<20), after.heap/(1<<20),
 			base.stacks/(1<<20), peak.stacks/(1<<20), after.stacks/(1<<20),
-			base.goroutines, peak.goroutines, after.goroutines, base.fds, peak.fds, after.fds)
+			base.goroutines, peak.goroutines, after.goroutines, base.threads, peak.threads, after.threads, base.fds, peak.fds, after.fds)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(n), "sessions")
@@ -709,6 +710,7 @@ func BenchmarkServeSessionMemory(b *testing.B) {
 	b.ReportMetric((peak.heap-base.heap)/float64(n)/1024, "KiB-live-heap/session")
 	b.ReportMetric((peak.stacks-base.stacks)/float64(n)/1024, "KiB-stacks/session")
 	b.ReportMetric((peak.goroutines-base.goroutines)/float64(n), "goroutines/session")
+	b.ReportMetric((peak.threads-base.threads)/float64(n), "threads/session")
 	b.ReportMetric((peak.fds-base.fds)/float64(n), "fds/session")
 	b.ReportMetric((after.rss-base.rss)/(1<<20), "MiB-rss-kept")
 	b.ReportMetric((after.heap-base.heap)/(1<<20), "MiB-live-heap-kept")
@@ -765,15 +767,19 @@ func promValues(b *testing.B, hc *http.Client, url string) map[string]float64 {
 
 // vmRSS is the resident set of process pid in bytes, from
 // /proc/PID/status.
-func vmRSS(pid int) int64 {
+func vmRSS(pid int) int64 { return procStatus(pid, "VmRSS:") << 10 }
+
+// procStatus is the number in the line of /proc/PID/status that starts
+// with field (kB for sizes), or 0.
+func procStatus(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for line := range bytes.Lines(b) {
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(v)), " kB"), 10, 64)
-			return kb << 10
+		if v, ok := bytes.CutPrefix(line, []byte(field)); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(string(v)), " kB"), 10, 64)
+			return n
 		}
 	}
 	return 0
