@@ -1,0 +1,202 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// lineCases are inputs for the line reader, each with what it must give:
+// lines, or "ERR <id>" for a message over the cap.
+func lineCases() []struct {
+	name string
+	in   string
+	max  int
+	want []string
+} {
+	msg := func(id int, pad int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x","params":{"p":"%s"}}`, id, strings.Repeat("a", pad))
+	}
+	long := msg(7, 3*readBufferSize)  // longer than the read buffer, within the cap
+	huge := msg(9, 5*readBufferSize)  // over the cap
+	edge := msg(1, readBufferSize-40) // fills the buffer to within a few bytes
+	var many []string
+	var manyIn strings.Builder
+	for i := range 500 {
+		m := msg(i, i%97)
+		many = append(many, m+"\n")
+		manyIn.WriteString(m + "\n")
+	}
+	return []struct {
+		name string
+		in   string
+		max  int
+		want []string
+	}{
+		{name: "many lines", in: manyIn.String(), max: 1 << 20, want: many},
+		{name: "blank lines skipped", in: "\n \r\n" + msg(1, 3) + "\n\n\t\n", max: 1 << 20, want: []string{msg(1, 3) + "\n"}},
+		{name: "EOF without newline", in: msg(1, 3) + "\n" + msg(2, 3), max: 1 << 20, want: []string{msg(1, 3) + "\n", msg(2, 3) + "\n"}},
+		{name: "longer than the buffer", in: msg(1, 3) + "\n" + long + "\n" + msg(2, 3) + "\n", max: 4 * readBufferSize, want: []string{msg(1, 3) + "\n", long + "\n", msg(2, 3) + "\n"}},
+		{name: "longer than the buffer at EOF", in: long, max: 4 * readBufferSize, want: []string{long + "\n"}},
+		{name: "over the cap, id scanned", in: msg(1, 3) + "\n" + huge + "\n" + msg(2, 3) + "\n", max: 4 * readBufferSize, want: []string{msg(1, 3) + "\n", "ERR 9", msg(2, 3) + "\n"}},
+		{name: "over the cap at EOF", in: huge, max: 4 * readBufferSize, want: []string{"ERR 9"}},
+		{name: "buffer boundaries", in: strings.Repeat(edge+"\n", 5), max: 1 << 20, want: []string{edge + "\n", edge + "\n", edge + "\n", edge + "\n", edge + "\n"}},
+	}
+}
+
+// readAllLines reads lr to its end. Each line is checked again just before
+// the next call, while the reader promises it is still valid.
+func readAllLines(t *testing.T, lr *lineReader) []string {
+	t.Helper()
+	var got []string
+	var last []byte
+	var lastCopy string
+	for {
+		if last != nil && string(last) != lastCopy {
+			t.Fatalf("line %d changed before the next call: %.40q, was %.40q", len(got), last, lastCopy)
+		}
+		line, err := lr.next()
+		last = nil
+		if tl := asTooLong(err); tl != nil {
+			got = append(got, "ERR "+string(tl.ID))
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return got
+		}
+		if err != nil {
+			t.Fatalf("next: %v", err)
+		}
+		last, lastCopy = line, string(line)
+		got = append(got, lastCopy)
+	}
+}
+
+// writePieces writes in to w in pieces of the sizes given, cycling, then
+// closes it.
+func writePieces(w io.WriteCloser, in string, sizes []int) error {
+	for i := 0; len(in) > 0; i++ {
+		n := min(sizes[i%len(sizes)], len(in))
+		if _, err := io.WriteString(w, in[:n]); err != nil {
+			return err
+		}
+		in = in[n:]
+	}
+	return w.Close()
+}
+
+// TestLineReaderSources reads the same inputs from a reader that has them
+// all at once and from a pipe written in pieces (a message split across
+// many writes, and writes that hold several), read as the relay reads
+// its server (rawPipe).
+func TestLineReaderSources(t *testing.T) {
+	for _, tc := range lineCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Run("reader", func(t *testing.T) {
+				got := readAllLines(t, newLineReader(strings.NewReader(tc.in), tc.max))
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("(-want +got)\n%s", diff)
+				}
+			})
+			for _, sizes := range [][]int{{1}, {7, 1, 300}, {readBufferSize + 3}, {1 << 20}} {
+				t.Run(fmt.Sprint("pipe", sizes), func(t *testing.T) {
+					rf, wf, err := os.Pipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer rf.Close()
+					written := make(chan error, 1)
+					go func() { written <- writePieces(wf, tc.in, sizes) }()
+					var src io.Reader = rf
+					if rawPipes {
+						src = rawReader(rf, src)
+					}
+					got := readAllLines(t, newLineReader(src, tc.max))
+					if err := <-written; err != nil {
+						t.Fatal(err)
+					}
+					if diff := cmp.Diff(tc.want, got); diff != "" {
+						t.Errorf("(-want +got)\n%s", diff)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestRunServerWritesAndExits: a server that writes to its stdout and its
+// stderr and exits at once. Its last message reaches the client, its
+// stderr is copied whole before its exit is acted on, and Run reports the
+// exit.
+func TestRunServerWritesAndExits(t *testing.T) {
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"bye"}}`
+	for round := range 20 {
+		inR, inW := io.Pipe()
+		var out, stderr syncBuffer
+		cmd := exec.Command("sh", "-c", fmt.Sprintf(`printf '%%s\n' '%s'; printf 'last words %d' >&2; exit 7`, note, round))
+		err := Run(context.Background(), inR, &out, cmd, allowGate{}, &Options{Stderr: &stderr, Logger: testLogger(t)})
+		inW.Close()
+		var exit *ServerExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 7 {
+			t.Fatalf("round %d: Run = %v, want a *ServerExitError with code 7", round, err)
+		}
+		if got := out.String(); got != note+"\n" {
+			t.Fatalf("round %d: the client got %q, want the server's last message", round, got)
+		}
+		if got, want := stderr.String(), fmt.Sprintf("last words %d", round); got != want {
+			t.Fatalf("round %d: stderr = %q, want %q", round, got, want)
+		}
+	}
+}
+
+// TestRunServerChildHoldsPipes: the server exits, leaving a child of its
+// own that holds its stdout and stderr open. Run still returns, having
+// relayed what the server said before it exited.
+func TestRunServerChildHoldsPipes(t *testing.T) {
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"bye"}}`
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`sleep 60 & printf '%%s\n' '%s'; printf 'err' >&2; exit 0`, note))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	})
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var out, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), inR, &out, cmd, allowGate{}, &Options{Stderr: &stderr, ShutdownGrace: 100 * time.Millisecond, Logger: testLogger(t)})
+	}()
+	err := waitErr(t, done)
+	var exit *ServerExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 0 {
+		t.Fatalf("Run = %v, want a *ServerExitError with code 0", err)
+	}
+	if got := out.String(); got != note+"\n" {
+		t.Errorf("the client got %q, want the server's message", got)
+	}
+	if got := stderr.String(); got != "err" {
+		t.Errorf("stderr = %q, want %q", got, "err")
+	}
+}
+
+func waitErr(t *testing.T, done chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(failAfter):
+		t.Fatal("Run did not return")
+		return nil
+	}
+}
