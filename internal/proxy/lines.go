@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -10,16 +9,24 @@ import (
 	"github.com/aegis-mcp/aegis/internal/args"
 )
 
-// readBufferSize is the size of each direction's read buffer. A message that
-// fits is handed on without a copy.
-const readBufferSize = 64 << 10
-
 // A lineReader reads the newline-delimited messages of MCP's stdio
 // transport, each at most max bytes, without ever buffering more than that.
+//
+// Its read buffer comes from a pool (readBuffers) when there is something
+// to read, and goes back once all it held has been handed on and the input
+// is waited for: an idle input holds no buffer when it can be waited for
+// without one (an idleReader); any other input holds its buffer.
 type lineReader struct {
-	r   *bufio.Reader
-	max int
-	acc []byte // a line longer than the read buffer
+	src  io.Reader
+	idle idleReader // src, if it can be waited for without a buffer
+	pool *bufPool
+	max  int
+
+	rb   *readBuf // the read buffer, nil while none is held
+	buf  []byte   // rb.b
+	r, w int      // buf[r:w] is read and not handed on yet
+	err  error    // what ended the input, once buf[r:w] is handed on
+	acc  []byte   // a line longer than the read buffer
 }
 
 // A tooLongError reports a message over the cap. The message has been read
@@ -47,26 +54,40 @@ func (e *tooLongError) Error() string {
 }
 
 func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, readBufferSize), max: max}
+	l := &lineReader{src: r, pool: readBuffers, max: max}
+	l.idle, _ = r.(idleReader)
+	return l
 }
+
+// errBufferFull is readSlice's error for a line that does not fit the
+// read buffer.
+var errBufferFull = errors.New("proxy: line longer than the read buffer")
 
 // next returns the next non-blank line, including its newline (one is
 // appended to a last line that has none). The slice is valid until the next
 // call. At the end of the input it returns io.EOF.
 func (l *lineReader) next() ([]byte, error) {
+	// The last line is no longer needed: a long one's copy is not kept
+	// for the next (an idle session would hold the largest message it
+	// ever had).
+	l.acc = nil
 	for {
-		line, err := l.r.ReadSlice('\n')
+		line, err := l.readSlice()
 		switch {
 		case err == nil:
-		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, errBufferFull):
 			line, err = l.long(line)
 			if err != nil {
+				if asTooLong(err) == nil {
+					l.release()
+				}
 				return nil, err
 			}
 		case errors.Is(err, io.EOF) && len(line) > 0:
 			l.acc = append(append(l.acc[:0], line...), '\n')
 			line = l.acc
 		default:
+			l.release()
 			return nil, err
 		}
 		if len(line)-1 > l.max {
@@ -80,6 +101,88 @@ func (l *lineReader) next() ([]byte, error) {
 	}
 }
 
+// readSlice is bufio.Reader.ReadSlice('\n') on the pooled buffer: the
+// next line, including its newline, or, with errBufferFull, as much of it
+// as the buffer holds, or, with the error that ended the input, what was
+// left of it. The slice is valid until the next read.
+func (l *lineReader) readSlice() ([]byte, error) {
+	searched := 0
+	for {
+		if i := bytes.IndexByte(l.buf[l.r+searched:l.w], '\n'); i >= 0 {
+			line := l.buf[l.r : l.r+searched+i+1]
+			l.r += searched + i + 1
+			return line, nil
+		}
+		if l.err != nil {
+			line := l.buf[l.r:l.w]
+			l.r = l.w
+			return line, l.err
+		}
+		if l.w-l.r == len(l.buf) && l.w > 0 {
+			line := l.buf[l.r:l.w]
+			l.r = l.w
+			return line, errBufferFull
+		}
+		searched = l.w - l.r
+		l.fill()
+	}
+}
+
+// fill reads more into the buffer, or sets l.err. What was handed on
+// before (buf[:r]) is no longer needed.
+func (l *lineReader) fill() {
+	if l.r == l.w {
+		l.r, l.w = 0, 0
+	} else if l.r > 0 {
+		copy(l.buf, l.buf[l.r:l.w])
+		l.w -= l.r
+		l.r = 0
+	}
+	if l.w == 0 && l.idle != nil {
+		// Nothing held: the buffer goes back while the input is waited
+		// for.
+		rb, n, err := l.idle.readIdle(l.pool, l.rb)
+		l.hold(rb)
+		l.w, l.err = n, err
+		return
+	}
+	if l.rb == nil {
+		l.hold(l.pool.get())
+	}
+	for range 100 {
+		n, err := l.src.Read(l.buf[l.w:])
+		if n < 0 || n > len(l.buf)-l.w {
+			panic("proxy: invalid count from Read")
+		}
+		l.w += n
+		if err != nil {
+			l.err = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	l.err = io.ErrNoProgress
+}
+
+// hold makes rb, which may be nil, the read buffer.
+func (l *lineReader) hold(rb *readBuf) {
+	l.rb, l.buf = rb, nil
+	if rb != nil {
+		l.buf = rb.b
+	}
+}
+
+// release gives the read buffer back if it holds nothing still to be read.
+func (l *lineReader) release() {
+	if l.rb != nil && l.r == l.w {
+		l.pool.put(l.rb)
+		l.hold(nil)
+		l.r, l.w = 0, 0
+	}
+}
+
 // long accumulates a line that did not fit the read buffer, first being its
 // start.
 func (l *lineReader) long(first []byte) ([]byte, error) {
@@ -88,12 +191,12 @@ func (l *lineReader) long(first []byte) ([]byte, error) {
 		if len(l.acc) > l.max+1 {
 			return nil, l.discard()
 		}
-		chunk, err := l.r.ReadSlice('\n')
+		chunk, err := l.readSlice()
 		l.acc = append(l.acc, chunk...)
 		switch {
 		case err == nil:
 			return l.acc, nil
-		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, errBufferFull):
 		case errors.Is(err, io.EOF):
 			if len(l.acc) == 0 {
 				return nil, io.EOF
@@ -111,12 +214,12 @@ func (l *lineReader) discard() error {
 	s.feed(l.acc)
 	l.acc = l.acc[:0]
 	for {
-		chunk, err := l.r.ReadSlice('\n')
+		chunk, err := l.readSlice()
 		s.feed(chunk)
 		switch {
 		case err == nil, errors.Is(err, io.EOF):
 			return &tooLongError{Max: l.max, ID: s.id()}
-		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, errBufferFull):
 		default:
 			return err
 		}

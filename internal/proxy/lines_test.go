@@ -97,35 +97,53 @@ func writePieces(w io.WriteCloser, in string, sizes []int) error {
 // TestLineReaderSources reads the same inputs from a reader that has them
 // all at once and from a pipe written in pieces (a message split across
 // many writes, and writes that hold several), read as the relay reads
-// its server (rawPipe).
+// its server (rawPipe), with read buffers of the relay's size and tiny
+// ones. The pipes are read in parallel, sharing the buffers' pool, which
+// poisons what goes back to it (see TestMain): each line is checked again
+// just before the next call.
 func TestLineReaderSources(t *testing.T) {
+	small := &bufPool{size: 16}
 	for _, tc := range lineCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Run("reader", func(t *testing.T) {
-				got := readAllLines(t, newLineReader(strings.NewReader(tc.in), tc.max))
-				if diff := cmp.Diff(tc.want, got); diff != "" {
-					t.Errorf("(-want +got)\n%s", diff)
-				}
-			})
-			for _, sizes := range [][]int{{1}, {7, 1, 300}, {readBufferSize + 3}, {1 << 20}} {
-				t.Run(fmt.Sprint("pipe", sizes), func(t *testing.T) {
+			for _, pool := range []*bufPool{readBuffers, small} {
+				t.Run(fmt.Sprint("reader", pool.size), func(t *testing.T) {
+					t.Parallel()
+					lr := newLineReader(strings.NewReader(tc.in), tc.max)
+					lr.pool = pool
+					got := readAllLines(t, lr)
+					if diff := cmp.Diff(tc.want, got); diff != "" {
+						t.Errorf("(-want +got)\n%s", diff)
+					}
+				})
+			}
+			for _, v := range []struct {
+				sizes []int
+				pool  *bufPool
+			}{{[]int{1}, readBuffers}, {[]int{7, 1, 300}, readBuffers}, {[]int{readBufferSize + 3}, readBuffers}, {[]int{1 << 20}, readBuffers}, {[]int{7, 1, 300}, small}} {
+				t.Run(fmt.Sprint("pipe", v.sizes, v.pool.size), func(t *testing.T) {
+					t.Parallel()
 					rf, wf, err := os.Pipe()
 					if err != nil {
 						t.Fatal(err)
 					}
 					defer rf.Close()
 					written := make(chan error, 1)
-					go func() { written <- writePieces(wf, tc.in, sizes) }()
+					go func() { written <- writePieces(wf, tc.in, v.sizes) }()
 					var src io.Reader = rf
 					if rawPipes {
 						src = rawReader(rf, src)
 					}
-					got := readAllLines(t, newLineReader(src, tc.max))
+					lr := newLineReader(src, tc.max)
+					lr.pool = v.pool
+					got := readAllLines(t, lr)
 					if err := <-written; err != nil {
 						t.Fatal(err)
 					}
 					if diff := cmp.Diff(tc.want, got); diff != "" {
 						t.Errorf("(-want +got)\n%s", diff)
+					}
+					if lr.rb != nil {
+						t.Errorf("the reader holds a buffer at the end of its input")
 					}
 				})
 			}

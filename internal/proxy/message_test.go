@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -186,7 +185,7 @@ func TestLineReader(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lr := newLineReader(strings.NewReader(tt.in), tt.max)
-			lr.r = bufioSmall(tt.in) // exercise the accumulate path with a tiny buffer
+			lr.pool = &bufPool{size: 16} // exercise the accumulate path with a tiny buffer
 			var got []string
 			for {
 				line, err := lr.next()
@@ -223,5 +222,3 @@ func TestLineReaderLongLineWithinCap(t *testing.T) {
 		}
 	}
 }
-
-func bufioSmall(s string) *bufio.Reader { return bufio.NewReaderSize(strings.NewReader(s), 16) }

@@ -29,6 +29,10 @@ type rawPipe struct {
 	rerrno syscall.Errno
 	readFn func(fd uintptr) bool
 
+	ipool      *bufPool // readIdle's pool, and the buffer it reads into
+	ib         *readBuf
+	readIdleFn func(fd uintptr) bool
+
 	wb      []byte // the write in progress
 	wn      int
 	werrno  syscall.Errno
@@ -54,7 +58,7 @@ func newRawPipe(f *os.File) *rawPipe {
 		return nil
 	}
 	p := &rawPipe{rc: rc}
-	p.readFn, p.writeFn = p.read, p.write
+	p.readFn, p.writeFn, p.readIdleFn = p.read, p.write, p.readInto
 	return p
 }
 
@@ -86,6 +90,52 @@ func (p *rawPipe) read(fd uintptr) bool {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
+			return false
+		}
+		p.rn, p.rerrno = int(r), e
+		return true
+	}
+}
+
+// readIdle implements idleReader: a read that finds the pipe empty gives
+// the buffer back before the poller waits (edge-triggered: it waits only
+// after a read has found nothing), and the read after the wait takes one.
+func (p *rawPipe) readIdle(pool *bufPool, rb *readBuf) (*readBuf, int, error) {
+	p.ipool, p.ib, p.rn, p.rerrno = pool, rb, 0, 0
+	err := p.rc.Read(p.readIdleFn)
+	rb, n, errno := p.ib, p.rn, p.rerrno
+	p.ipool, p.ib = nil, nil
+	switch {
+	case err != nil: // closed, or a deadline passed
+	case errno != 0:
+		err = os.NewSyscallError("read", errno)
+	case n == 0:
+		err = io.EOF
+	default:
+		return rb, n, nil
+	}
+	if rb != nil {
+		pool.put(rb)
+	}
+	return nil, 0, err
+}
+
+// readInto makes one read into p.ib, taking a buffer first if it has
+// none; false means wait in the poller (without the buffer), then try
+// again.
+func (p *rawPipe) readInto(fd uintptr) bool {
+	if p.ib == nil {
+		p.ib = p.ipool.get()
+	}
+	b := p.ib.b
+	for {
+		r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			p.ipool.put(p.ib)
+			p.ib = nil
 			return false
 		}
 		p.rn, p.rerrno = int(r), e
