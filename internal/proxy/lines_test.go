@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,5 +217,34 @@ func waitErr(t *testing.T, done chan error) error {
 	case <-time.After(failAfter):
 		t.Fatal("Run did not return")
 		return nil
+	}
+}
+
+// TestRunCopiesStderrWhole: more stderr than a read buffer holds, in
+// pieces, reaches aegis's stderr and the log byte for byte.
+func TestRunCopiesStderrWhole(t *testing.T) {
+	var want strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&want, "line %d of the server's stderr %s\n", i, strings.Repeat("e", i%150))
+	}
+	dir := t.TempDir()
+	log, text := filepath.Join(dir, "stderr.log"), filepath.Join(dir, "text")
+	if err := os.WriteFile(text, []byte(want.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `cat "$0" >&2`, text)
+	var stderr syncBuffer
+	err := Run(context.Background(), strings.NewReader(""), io.Discard, cmd, allowGate{}, &Options{Stderr: &stderr, StderrLog: log, Logger: testLogger(t)})
+	if err != nil {
+		var exit *ServerExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("Run = %v", err)
+		}
+	}
+	logged, _ := os.ReadFile(log)
+	for name, got := range map[string]string{"stderr": stderr.String(), "log": string(logged)} {
+		if got != want.String() {
+			t.Errorf("%s: %d bytes, want %d", name, len(got), want.Len())
+		}
 	}
 }

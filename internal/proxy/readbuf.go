@@ -55,3 +55,18 @@ type idleReader interface {
 	// went back to pool.
 	readIdle(pool *bufPool, rb *readBuf) (*readBuf, int, error)
 }
+
+// copyIdle is copyFrom for an input that can be waited for without a
+// buffer: one of the relay's read buffers is held only while there is
+// something to copy.
+func (t *tee) copyIdle(r idleReader) {
+	var rb *readBuf
+	for {
+		var n int
+		var err error
+		if rb, n, err = r.readIdle(readBuffers, rb); err != nil {
+			return
+		}
+		t.Write(rb.b[:n])
+	}
+}

@@ -431,6 +431,10 @@ type tee struct {
 
 // copyFrom copies r to t until r ends or fails.
 func (t *tee) copyFrom(r io.Reader) {
+	if p, ok := r.(idleReader); ok {
+		t.copyIdle(p)
+		return
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(buf)
