@@ -16,14 +16,17 @@ import (
 // to read, and goes back once all it held has been handed on and the input
 // is waited for: an idle input holds no buffer when it can be waited for
 // without one (an idleReader); any other input holds its buffer.
+//
+// From a MessageReader it reads the messages themselves, with no buffer.
 type lineReader struct {
 	src  io.Reader
-	idle idleReader // src, if it can be waited for without a buffer
+	idle idleReader    // src, if it can be waited for without a buffer
+	msgs MessageReader // src, if it hands over whole messages
 	pool *bufPool
 	max  int
 
 	rb   *readBuf // the read buffer, nil while none is held
-	buf  []byte   // rb.b
+	buf  []byte   // rb.b, or the message read (msgs)
 	r, w int      // buf[r:w] is read and not handed on yet
 	err  error    // what ended the input, once buf[r:w] is handed on
 	acc  []byte   // a line longer than the read buffer
@@ -56,7 +59,24 @@ func (e *tooLongError) Error() string {
 func newLineReader(r io.Reader, max int) *lineReader {
 	l := &lineReader{src: r, pool: readBuffers, max: max}
 	l.idle, _ = r.(idleReader)
+	l.msgs, _ = r.(MessageReader)
 	return l
+}
+
+// A MessageReader hands the relay the client's messages one at a time,
+// as a transport that receives them separately has them (aegis serve,
+// one per HTTP request). [Run] reads stdin through it when stdin
+// implements it: the relay then holds no read buffer, and a message is
+// handed on without a copy.
+type MessageReader interface {
+	// ReadMessage returns the client's next message, or an error (io.EOF
+	// at the end of the input). MCP's stdio framing applies to the
+	// messages as to the stream they would make one after the other: a
+	// message is one line, ending with a newline (one without continues
+	// in the next), and one that holds newlines is that many messages.
+	// The relay does not change a message, nor use it after its next
+	// call of ReadMessage; until then the reader must not change it.
+	ReadMessage() ([]byte, error)
 }
 
 // errBufferFull is readSlice's error for a line that does not fit the
@@ -103,8 +123,9 @@ func (l *lineReader) next() ([]byte, error) {
 
 // readSlice is bufio.Reader.ReadSlice('\n') on the pooled buffer: the
 // next line, including its newline, or, with errBufferFull, as much of it
-// as the buffer holds, or, with the error that ended the input, what was
-// left of it. The slice is valid until the next read.
+// as the buffer (or the message, from a MessageReader) holds, or, with
+// the error that ended the input, what was left of it. The slice is valid
+// until the next read.
 func (l *lineReader) readSlice() ([]byte, error) {
 	searched := 0
 	for {
@@ -118,7 +139,7 @@ func (l *lineReader) readSlice() ([]byte, error) {
 			l.r = l.w
 			return line, l.err
 		}
-		if l.w-l.r == len(l.buf) && l.w > 0 {
+		if l.w > l.r && (l.w-l.r == len(l.buf) || l.msgs != nil) {
 			line := l.buf[l.r:l.w]
 			l.r = l.w
 			return line, errBufferFull
@@ -131,6 +152,12 @@ func (l *lineReader) readSlice() ([]byte, error) {
 // fill reads more into the buffer, or sets l.err. What was handed on
 // before (buf[:r]) is no longer needed.
 func (l *lineReader) fill() {
+	if l.msgs != nil {
+		// The message read before is handed on whole (readSlice).
+		msg, err := l.msgs.ReadMessage()
+		l.buf, l.r, l.w, l.err = msg, 0, len(msg), err
+		return
+	}
 	if l.r == l.w {
 		l.r, l.w = 0, 0
 	} else if l.r > 0 {

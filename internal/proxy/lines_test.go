@@ -152,6 +152,64 @@ func TestLineReaderSources(t *testing.T) {
 	}
 }
 
+// messages is a MessageReader of the pieces given; it poisons each
+// message once the next is asked for, as the relay must no longer use it.
+type messages struct {
+	pieces [][]byte
+	last   []byte
+}
+
+func (m *messages) ReadMessage() ([]byte, error) {
+	for i := range m.last {
+		m.last[i] = poison
+	}
+	if len(m.pieces) == 0 {
+		m.last = nil
+		return nil, io.EOF
+	}
+	m.last, m.pieces = m.pieces[0], m.pieces[1:]
+	return m.last, nil
+}
+
+func (m *messages) Read([]byte) (int, error) { panic("the relay reads messages whole") }
+
+// TestLineReaderMessages reads the same inputs from a MessageReader: a
+// message per line, as aegis serve hands them over, and pieces of the
+// stream cut anywhere (messages without their newline, messages holding
+// several), which are read as the stream they make.
+func TestLineReaderMessages(t *testing.T) {
+	for _, tc := range lineCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, sizes := range [][]int{nil, {1}, {7, 1, 300}, {readBufferSize + 3}} {
+				t.Run(fmt.Sprint(sizes), func(t *testing.T) {
+					var pieces [][]byte
+					if sizes == nil {
+						for _, l := range strings.SplitAfter(tc.in, "\n") {
+							if l != "" {
+								pieces = append(pieces, []byte(l))
+							}
+						}
+					} else {
+						for in, i := tc.in, 0; len(in) > 0; i++ {
+							n := min(sizes[i%len(sizes)], len(in))
+							pieces = append(pieces, []byte(in[:n]))
+							in = in[n:]
+						}
+					}
+					lr := newLineReader(&messages{pieces: pieces}, tc.max)
+					got := readAllLines(t, lr)
+					if diff := cmp.Diff(tc.want, got); diff != "" {
+						t.Errorf("(-want +got)\n%s", diff)
+					}
+					if lr.rb != nil {
+						t.Errorf("the reader took a read buffer")
+					}
+				})
+			}
+		})
+	}
+}
+
 // TestRunServerWritesAndExits: a server that writes to its stdout and its
 // stderr and exits at once. Its last message reaches the client, its
 // stderr is copied whole before its exit is acted on, and Run reports the

@@ -586,9 +586,9 @@ func (h *Handler) open(ctx context.Context, name string, srv *Server, who Identi
 		defer h.relays.Done()
 		var err error
 		if up.Bridge != nil {
-			err = proxy.RunBridge(s.ctx, s.inR, s, up.Bridge, up.Gate, up.Options)
+			err = proxy.RunBridge(s.ctx, s.in, s, up.Bridge, up.Gate, up.Options)
 		} else {
-			err = proxy.Run(s.ctx, s.inR, s, up.Cmd, up.Gate, up.Options)
+			err = proxy.Run(s.ctx, s.in, s, up.Cmd, up.Gate, up.Options)
 		}
 		if up.Close != nil {
 			up.Close()

@@ -3,7 +3,6 @@ package serve
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -29,10 +28,8 @@ type session struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	inR    *io.PipeReader
-	inW    *io.PipeWriter
+	in     *input     // what the relay reads
 	inMu   sync.Mutex // one message into the relay at a time
-	ending sync.Once
 
 	// partial holds what the relay wrote of a line not yet ended.
 	partial []byte
@@ -79,10 +76,9 @@ type item struct {
 
 func newSession(h *Handler, id, server string, who Identity) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	r, w := io.Pipe()
 	return &session{
 		h: h, id: id, server: server, who: who,
-		ctx: ctx, cancel: cancel, inR: r, inW: w,
+		ctx: ctx, cancel: cancel, in: newInput(),
 		calls: map[string]*exchange{}, tokens: map[string]*exchange{},
 		last: time.Now(), doneCh: make(chan struct{}),
 	}
@@ -108,18 +104,17 @@ func (s *session) send(line []byte) error {
 	s.inMu.Lock()
 	defer s.inMu.Unlock()
 	if s.isDone() {
-		return errors.New("the session has ended")
+		return errSessionEnded
 	}
 	buf := make([]byte, 0, len(line)+1)
 	buf = append(append(buf, line...), '\n')
-	_, err := s.inW.Write(buf)
-	return err
+	return s.in.send(buf)
 }
 
 // end ends the session as its client would by closing its input: the
 // relay answers what is in flight and stops the server.
 func (s *session) end() {
-	s.ending.Do(func() { s.inW.Close() })
+	s.in.close()
 }
 
 // kill ends the session at once: the relay stops the server.
@@ -134,7 +129,7 @@ func (s *session) finish(err error) {
 	s.done, s.err = true, err
 	close(s.doneCh)
 	s.mu.Unlock()
-	s.inR.CloseWithError(errors.New("the session has ended"))
+	s.in.end()
 	s.cancel()
 }
 
