@@ -47,7 +47,12 @@ func (p *process) waitDelay(grace time.Duration) time.Duration {
 	return p.cmd.WaitDelay
 }
 
-func (p *process) wait() { p.cmd.Wait() }
+func (p *process) wait() {
+	// In the poller first: Wait then finds the process gone at once,
+	// instead of holding a thread for as long as it lives.
+	awaitExit(p.cmd.Process.Pid)
+	p.cmd.Wait()
+}
 
 func (p *process) stop() {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
