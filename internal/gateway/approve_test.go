@@ -84,10 +84,20 @@ func TestApprove(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cli.Close()
+			// The answer is written before Answer reads it back, so the call
+			// may end first: wait for the person's side before closing cli.
+			answered := make(chan struct{})
+			defer func() { <-answered }()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() {
-				r := <-asked
+				defer close(answered)
+				var r *approval.Request
+				select {
+				case r = <-asked:
+				case <-ctx.Done(): // the test ended without an ask
+					return
+				}
 				if tt.cancel {
 					cancel()
 					return
@@ -135,9 +145,20 @@ func TestApproveScopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
+	// Each answer is written before Answer reads it back, so its call may
+	// end first: the person's side is waited for before cli is closed.
+	var answering sync.WaitGroup
+	defer answering.Wait()
 	answer := func(scope approval.Scope) {
+		answering.Add(1)
 		go func() {
-			r := <-asked
+			defer answering.Done()
+			var r *approval.Request
+			select {
+			case r = <-asked:
+			case <-time.After(time.Minute): // the test failed before its ask
+				return
+			}
 			if _, err := cli.Answer(context.Background(), r.ID, approval.Answer{Approve: true, Scope: scope, By: "bob", Channel: approval.ChannelCLI}); err != nil {
 				t.Error(err)
 			}

@@ -89,7 +89,9 @@ func testGrantCovers(t *testing.T, cases []grantCase) {
 			path := filepath.Join(t.TempDir(), "approvals.db")
 			s, asked := commandsSession(t, path)
 			st := s.cfg.Approvals.Store
+			answered := make(chan struct{})
 			go func() {
+				defer close(answered)
 				r := <-asked
 				if _, err := st.Answer(context.Background(), r.ID, approval.Answer{Approve: true, Scope: approval.ScopeSession, By: "bob", Channel: approval.ChannelCLI}); err != nil {
 					t.Error(err)
@@ -99,6 +101,9 @@ func testGrantCovers(t *testing.T, cases []grantCase) {
 			if err != nil || !o.Forward {
 				t.Fatalf("the approved call: %+v %v", o, err)
 			}
+			// Answer reads the approval back after writing it, so the call
+			// may end first; the store closes when the test ends.
+			<-answered
 			// Nobody answers the second question: it MUST be asked, and
 			// refused when nobody answers.
 			o, err = s.Call(context.Background(), "run_command", []byte(tt.second))
