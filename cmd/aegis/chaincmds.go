@@ -215,6 +215,9 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%6s %s %-5s %s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, target(e.Server, e.Method, e.Tool), e.Principal)
+	if len(e.Roles) > 0 {
+		fmt.Fprintf(stdout, " (roles %s)", strings.Join(e.Roles, ", "))
+	}
 	if e.Mode == record.Shadow {
 		fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
 	}
