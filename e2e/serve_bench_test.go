@@ -92,7 +92,7 @@ func init() {
 		serveFn = func() (http.Handler, error) {
 			url := os.Getenv(serveRelayRole)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-			bridge := func(ctx context.Context, in io.Reader, out io.Writer) error {
+			bridge := func(ctx context.Context, in proxy.MessageReader, out io.Writer) error {
 				return serve.Bridge(ctx, in, out, url, client, nil)
 			}
 			start := func(context.Context, serve.Started) (*serve.Upstream, error) {
@@ -513,7 +513,10 @@ func medianFloat(xs []float64) float64 {
 // server and a connection). With sandbox (AEGIS_BENCH_SANDBOX=1) each
 // session's server runs in aegis's sandbox with its own egress proxy, as
 // aegis serve's default does; by default without, so that the figure is
-// the session's, not the sandbox's.
+// the session's, not the sandbox's. With AEGIS_BENCH_UPSTREAM=url the
+// server is remote instead (url:, the demo server behind the Go SDK's HTTP
+// handler in a process of its own): a session is then aegis's relay and
+// bridge alone, with no process or pipe, so that 10,000 fit at once.
 func BenchmarkServeSessionMemory(b *testing.B) {
 	dir := tempDir(b)
 	stub := filepath.Join(dir, "mcpstub")
@@ -528,9 +531,21 @@ func BenchmarkServeSessionMemory(b *testing.B) {
 	if os.Getenv("AEGIS_BENCH_SANDBOX") == "1" {
 		extra = ""
 	}
+	config := serveBenchConfig("", []string{stub}, extra)
+	if os.Getenv("AEGIS_BENCH_UPSTREAM") == "url" {
+		// A remote upstream: the demo server behind the Go SDK's HTTP
+		// handler, in a process of its own; aegis holds no server
+		// process for a session, only its relay and bridge.
+		root := filepath.Join(dir, "home")
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		base, _ := startRole(b, baseEnv(root, filepath.Join(dir, "state")), httpUpstreamRole, root)
+		config = serveBenchConfig(base+"/mcp", nil, "")
+	}
 	for name, text := range map[string]string{
 		"bindings.yaml": serveBenchBindings, "policy.yaml": serveBenchPolicy,
-		"aegis.yaml": serveBenchConfig("", []string{stub}, extra),
+		"aegis.yaml": config,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 			b.Fatal(err)
@@ -648,7 +663,7 @@ func BenchmarkServeSessionMemory(b *testing.B) {
 	del(probe)
 	settle()
 	limit := openFileLimit()
-	if fit := int(float64(limit-256) / max(perSession, 1)); fit < n {
+	if fit := int(float64(limit-1024) / max(perSession, 1)); fit < n { // room for the connections that come and go
 		b.Logf("%d sessions need %.0f descriptors each in aegis serve; its open-file limit is %d: opening %d per cycle", n, perSession, limit, fit)
 		n = fit
 	}

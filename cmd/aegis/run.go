@@ -329,7 +329,7 @@ func remote(name string, relay config.Relay) (*launched, error) {
 		header.Set("Authorization", "Bearer "+token)
 	}
 	url := relay.URL
-	return &launched{bridge: func(ctx context.Context, in io.Reader, out io.Writer) error {
+	return &launched{bridge: func(ctx context.Context, in proxy.MessageReader, out io.Writer) error {
 		return serve.Bridge(ctx, in, out, url, upstreamClient, header)
 	}}, nil
 }

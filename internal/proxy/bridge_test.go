@@ -1,13 +1,14 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/aegis-mcp/aegis/internal/demoserver"
@@ -32,8 +33,8 @@ func TestRunBridge(t *testing.T) {
 		t.Fatal(err)
 	}
 	var cancelledFirst atomic.Bool
-	bridge := func(bctx context.Context, in io.Reader, out io.Writer) error {
-		ss, err := srv.Connect(bctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}}, nil)
+	bridge := func(bctx context.Context, in MessageReader, out io.Writer) error {
+		ss, err := srv.Connect(bctx, &mcp.IOTransport{Reader: io.NopCloser(&messageStream{in: in}), Writer: nopWriteCloser{out}}, nil)
 		if err != nil {
 			return err
 		}
@@ -73,8 +74,8 @@ func TestRunBridge(t *testing.T) {
 // SDK's client may report the end of its input instead of the answer just
 // before it.)
 func TestRunBridgeEnds(t *testing.T) {
-	bridge := func(_ context.Context, in io.Reader, _ io.Writer) error {
-		bufio.NewReader(in).ReadString('\n') // the call
+	bridge := func(_ context.Context, in MessageReader, _ io.Writer) error {
+		in.ReadMessage() // the call
 		return errors.New("upstream unreachable")
 	}
 	inR, inW := io.Pipe()
@@ -103,7 +104,7 @@ func TestRunBridgeStuck(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	release := make(chan struct{})
 	defer close(release)
-	bridge := func(context.Context, io.Reader, io.Writer) error {
+	bridge := func(context.Context, MessageReader, io.Writer) error {
 		<-release
 		return nil
 	}
@@ -111,5 +112,59 @@ func TestRunBridgeStuck(t *testing.T) {
 	cancel()
 	if err := rn.wait(t); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+}
+
+// messageStream is the messages of a MessageReader as one stream again,
+// for a server that reads one (the SDK's IOTransport).
+type messageStream struct {
+	in   MessageReader
+	rest []byte
+}
+
+func (m *messageStream) Read(p []byte) (int, error) {
+	for len(m.rest) == 0 {
+		msg, err := m.in.ReadMessage()
+		if err != nil {
+			return 0, err
+		}
+		m.rest = append(m.rest[:0], msg...)
+	}
+	n := copy(p, m.rest)
+	m.rest = m.rest[n:]
+	return n, nil
+}
+
+// TestMessages: Messages hands over each line of a stream with its
+// newline, whatever the reads' boundaries, skips blank lines and a line
+// over the cap, and ends with io.EOF.
+func TestMessages(t *testing.T) {
+	for _, tt := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"lines", "{\"a\":1}\n{\"b\":2}\n", []string{"{\"a\":1}\n", "{\"b\":2}\n"}},
+		{"no last newline", "{\"a\":1}\n{\"b\":2}", []string{"{\"a\":1}\n", "{\"b\":2}\n"}},
+		{"blank lines", "\n  \n{\"a\":1}\n\n", []string{"{\"a\":1}\n"}},
+		{"over the cap", "{\"a\":1}\n" + `{"long":"` + strings.Repeat("x", 100) + "\"}\n{\"b\":2}\n", []string{"{\"a\":1}\n", "{\"b\":2}\n"}},
+		{"empty", "", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := Messages(iotest.OneByteReader(strings.NewReader(tt.in)), 64)
+			var got []string
+			for {
+				msg, err := m.ReadMessage()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(msg))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -160,8 +160,34 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 // A Bridge is an MCP server reached from aegis's own process (a remote
 // server's HTTP client, see serve.Bridge): it reads the relay's messages
 // from in and writes the server's to out, one per line, until in ends or
-// ctx is done.
-type Bridge func(ctx context.Context, in io.Reader, out io.Writer) error
+// ctx is done. A message in hands over is valid until its next
+// ReadMessage; while the bridge waits for the next, in holds no buffer.
+type Bridge func(ctx context.Context, in MessageReader, out io.Writer) error
+
+// Messages reads the newline-delimited messages of r, each with its
+// newline, as a [MessageReader]; a message over max bytes is skipped (the
+// relay writes none: it refuses them). Its read buffer comes from the
+// relay's pool, and, when r is a pipe, goes back while the next message
+// is waited for.
+func Messages(r io.Reader, max int) MessageReader {
+	if f, ok := r.(*os.File); ok && rawPipes {
+		r = rawReader(f, r)
+	}
+	return &messageLines{newLineReader(r, max)}
+}
+
+// messageLines is [Messages]' reader.
+type messageLines struct{ l *lineReader }
+
+func (m *messageLines) ReadMessage() ([]byte, error) {
+	for {
+		line, err := m.l.next()
+		if asTooLong(err) != nil {
+			continue
+		}
+		return line, err
+	}
+}
 
 // RunBridge is [Run] with the server a bridge in aegis's process instead
 // of a process of its own: there is no process hop and no runtime of its
@@ -224,6 +250,9 @@ func run(ctx context.Context, stdin io.Reader, stdout io.Writer, srv server, gat
 	copied := make(chan struct{})
 	go func() {
 		stderr.copyFrom(fromStderr)
+		// Its end is for good (every writer has closed it): the pipe
+		// need not last as long as the session (a bridge's ends at once).
+		errR.Close()
 		close(copied)
 	}()
 

@@ -68,6 +68,10 @@ func (p *process) exitError() error { return &ServerExitError{State: p.cmd.Proce
 // of aegis's own. Stopping it cancels the bridge's context; killing it
 // also closes its pipes and stops waiting for it, so that a bridge stuck
 // in a call that ignores its context does not hold the relay.
+// maxBridgeMessage bounds a message the relay writes to a bridge, which
+// the relay's own cap (Options.MaxMessageBytes) keeps far under.
+const maxBridgeMessage = 1 << 30
+
 type inProcess struct {
 	run    Bridge
 	cancel context.CancelFunc
@@ -92,7 +96,7 @@ func (b *inProcess) start(ctx context.Context, in, out, errOut *os.File) error {
 		defer cancel()
 		defer in.Close()
 		defer out.Close()
-		b.err = b.run(bctx, in, out)
+		b.err = b.run(bctx, Messages(in, maxBridgeMessage), out)
 	}()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,6 +27,9 @@ import (
 // maxLine bounds one message read from the relay or the server.
 const maxLine = 64 << 20
 
+// eventBuffer is the starting size of an SSE stream's read buffer.
+const eventBuffer = 2 << 10
+
 // Bridge relays the lines of in to the MCP server at url and the server's
 // messages to out, until in ends (then it ends the server's session) or
 // ctx is done. header is sent with every request (the upstream's
@@ -33,7 +37,7 @@ const maxLine = 64 << 20
 // server is at the URL the configuration chose, and a server that sent
 // the bridge elsewhere would have aegis's host ask what it names (a
 // service of aegis's network, a cloud's metadata) and relay the answer.
-func Bridge(ctx context.Context, in io.Reader, out io.Writer, url string, client *http.Client, header http.Header) error {
+func Bridge(ctx context.Context, in proxy.MessageReader, out io.Writer, url string, client *http.Client, header http.Header) error {
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	b := &bridge{url: url, client: &c, header: header, out: out}
@@ -41,12 +45,15 @@ func Bridge(ctx context.Context, in io.Reader, out io.Writer, url string, client
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
 	var listening sync.WaitGroup
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var wg sync.WaitGroup
-	for sc.Scan() {
-		line := bytes.Clone(sc.Bytes())
-		if len(bytes.TrimSpace(line)) == 0 {
+	var err error
+	for {
+		var m []byte
+		if m, err = in.ReadMessage(); err != nil {
+			break
+		}
+		line := bytes.Clone(bytes.TrimSpace(m))
+		if len(line) == 0 {
 			continue
 		}
 		msg, err := proxy.Inspect(line, 256)
@@ -71,7 +78,10 @@ func Bridge(ctx context.Context, in io.Reader, out io.Writer, url string, client
 	stopListening()
 	listening.Wait()
 	b.end(ctx)
-	return sc.Err()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
 }
 
 type bridge struct {
@@ -213,8 +223,10 @@ func (b *bridge) answered(msg proxy.Inspected, body []byte) {
 // the blank line that ends it) loses the stream, and the request of the
 // stream, if not answered yet, is answered with an error.
 func (b *bridge) events(body io.Reader, msg proxy.Inspected) {
+	// A session's GET stream is read for as long as the session lasts,
+	// mostly idle: its buffer starts small (a longer line grows it).
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
+	sc.Buffer(make([]byte, 0, eventBuffer), maxLine)
 	var data []byte
 	// answered says the stream carried the answer to msg: an error
 	// then would answer a later request that reused its id.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aegis-mcp/aegis/internal/proxy"
 )
 
 // bridgeOnce runs the bridge to url over the lines in, and returns what
@@ -19,7 +21,7 @@ func bridgeOnce(t *testing.T, url string, in string) string {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	if err := Bridge(ctx, strings.NewReader(in), &out, url, &http.Client{}, nil); err != nil {
+	if err := Bridge(ctx, proxy.Messages(strings.NewReader(in), 1<<20), &out, url, &http.Client{}, nil); err != nil {
 		t.Fatalf("bridge: %v", err)
 	}
 	return out.String()
