@@ -4,10 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/rand/v2"
+	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -120,10 +127,51 @@ func init() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("http://%s\n", ln.Addr())
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if dir := os.Getenv(upstreamTLSRole); dir != "" {
+		// HTTPS, and so HTTP/2, as a remote server is reached.
+		fmt.Printf("https://%s\n", ln.Addr())
+		fmt.Fprintln(os.Stderr, hs.ServeTLS(ln, filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")))
+		os.Exit(1)
+	}
+	fmt.Printf("http://%s\n", ln.Addr())
 	fmt.Fprintln(os.Stderr, hs.Serve(ln))
 	os.Exit(1)
+}
+
+// upstreamTLSRole, with httpUpstreamRole, serves HTTPS with the
+// certificate and key in the directory it names (writeLoopbackCert).
+const upstreamTLSRole = "AEGIS_E2E_UPSTREAM_TLS"
+
+// writeLoopbackCert writes a self-signed certificate for 127.0.0.1, and
+// its key, to dir (cert.pem, key.pem), and returns the certificate's file.
+func writeLoopbackCert(b *testing.B, dir string) string {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cert := filepath.Join(dir, "cert.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return cert
 }
 
 // startRole starts the test binary in role (with value) and returns the
@@ -344,7 +392,7 @@ func BenchmarkServeAddedLatency(b *testing.B) {
 			sync := syncer(b, sb.dir)
 			fsyncs := make([]time.Duration, 0, b.N)
 			order := slices.Clone(ps)
-			shuffle := rand.New(rand.NewPCG(1, 2))
+			shuffle := mrand.New(mrand.NewPCG(1, 2))
 			b.ResetTimer()
 			for range b.N {
 				shuffle.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -461,7 +509,7 @@ func BenchmarkServeThroughput(b *testing.B) {
 				run(p, window/4) // warm: connections open, servers' pages in
 			}
 			order := slices.Clone(ps)
-			shuffle := rand.New(rand.NewPCG(3, 4))
+			shuffle := mrand.New(mrand.NewPCG(3, 4))
 			b.ResetTimer()
 			for range b.N {
 				shuffle.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -516,7 +564,9 @@ func medianFloat(xs []float64) float64 {
 // the session's, not the sandbox's. With AEGIS_BENCH_UPSTREAM=url the
 // server is remote instead (url:, the demo server behind the Go SDK's HTTP
 // handler in a process of its own): a session is then aegis's relay and
-// bridge alone, with no process or pipe, so that 10,000 fit at once.
+// bridge alone, with no process; AEGIS_BENCH_UPSTREAM=https serves it
+// over HTTPS, as a remote server is, where HTTP/2 carries every session's
+// GET stream on a few connections.
 func BenchmarkServeSessionMemory(b *testing.B) {
 	dir := tempDir(b)
 	stub := filepath.Join(dir, "mcpstub")
@@ -532,15 +582,22 @@ func BenchmarkServeSessionMemory(b *testing.B) {
 		extra = ""
 	}
 	config := serveBenchConfig("", []string{stub}, extra)
-	if os.Getenv("AEGIS_BENCH_UPSTREAM") == "url" {
+	env := baseEnv(dir, filepath.Join(dir, "state"))
+	if up := os.Getenv("AEGIS_BENCH_UPSTREAM"); up == "url" || up == "https" {
 		// A remote upstream: the demo server behind the Go SDK's HTTP
 		// handler, in a process of its own; aegis holds no server
-		// process for a session, only its relay and bridge.
+		// process for a session, only its relay and bridge. Over
+		// HTTPS (so HTTP/2) the sessions' GET streams share connections.
 		root := filepath.Join(dir, "home")
 		if err := os.MkdirAll(root, 0o700); err != nil {
 			b.Fatal(err)
 		}
-		base, _ := startRole(b, baseEnv(root, filepath.Join(dir, "state")), httpUpstreamRole, root)
+		upEnv := baseEnv(root, filepath.Join(dir, "state"))
+		if up == "https" {
+			env = append(env, "SSL_CERT_FILE="+writeLoopbackCert(b, dir))
+			upEnv = append(upEnv, upstreamTLSRole+"="+dir)
+		}
+		base, _ := startRole(b, upEnv, httpUpstreamRole, root)
 		config = serveBenchConfig(base+"/mcp", nil, "")
 	}
 	for name, text := range map[string]string{
@@ -552,7 +609,7 @@ func BenchmarkServeSessionMemory(b *testing.B) {
 		}
 	}
 	// gctrace: each collection's live heap, on aegis serve's stderr.
-	s := startServe(b, append(baseEnv(dir, filepath.Join(dir, "state")), "GODEBUG=gctrace=1"), filepath.Join(dir, "aegis.yaml"), "demo")
+	s := startServe(b, append(env, "GODEBUG=gctrace=1"), filepath.Join(dir, "aegis.yaml"), "demo")
 	pid := s.cmd.Process.Pid
 	endpoint := s.urls["demo"]
 	metricsURL := strings.Replace(endpoint, "/mcp/demo", "/metrics", 1)
