@@ -17,9 +17,7 @@ import (
 // clientLoop relays the client's messages until its input ends (io.EOF) or
 // fails.
 func (r *relay) clientLoop(in io.Reader) error {
-	end := make(chan error, 1)
-	r.handoff.open()
-	go r.readClient(&reading{lr: newLineReader(in, r.maxMsg), end: end, done: make(chan struct{})})
+	end := r.startClient(in)
 	var err error
 	select {
 	case err = <-end:
@@ -29,6 +27,17 @@ func (r *relay) clientLoop(in io.Reader) error {
 	}
 	r.handoff.close()
 	return err
+}
+
+// startClient starts relaying the client's messages and returns where the
+// end of its input will come (io.EOF, or what failed): clientLoop, without
+// a goroutine that waits for it. Whoever is done with the relay closes
+// r.handoff, so that a standby reader leaves.
+func (r *relay) startClient(in io.Reader) <-chan error {
+	end := make(chan error, 1)
+	r.handoff.open()
+	go r.readClient(&reading{lr: newLineReader(in, r.maxMsg), end: end, done: make(chan struct{})})
+	return end
 }
 
 // reading is the client's input, held by one reader at a time.

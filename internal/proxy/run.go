@@ -287,28 +287,20 @@ func run(ctx context.Context, stdin io.Reader, stdout io.Writer, srv server, gat
 		defer r.twin.close()
 	}
 
-	exited := make(chan struct{})
-	go func() {
-		srv.wait()
-		// What the server wrote to stderr before it exited is copied
-		// before its exit is acted on, within the grace period that
-		// os/exec gives its own copies (WaitDelay): a child of the server
-		// may hold the pipe open.
-		errR.SetReadDeadline(time.Now().Add(waitDelay))
-		select {
-		case <-copied:
-		case <-time.After(2 * waitDelay):
-			// The copy is stuck writing: aegis's own stderr does not
-			// take it. The log file has what was read; the exit is acted
-			// on all the same.
-			opts.Logger.Warn("proxy: gave up copying the server's stderr: aegis's stderr does not take it")
-		}
-		close(exited)
-	}()
+	// exited is closed once the server has ended and its last words on
+	// stderr are copied. A bridge has none: its own end is waited for,
+	// with no goroutine per session to do it.
+	var exited <-chan struct{}
+	if b, ok := srv.(interface{ ended() <-chan struct{} }); ok {
+		exited = b.ended()
+	} else {
+		exited = awaitServer(srv, errR, copied, waitDelay, opts.Logger)
+	}
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- r.serverLoop(fromServer) }()
-	clientDone := make(chan error, 1)
-	go func() { clientDone <- r.clientLoop(stdin) }()
+	// The client's input is read on goroutines of its own (see
+	// readClient); its end comes here, with none waiting for it.
+	clientDone := r.startClient(stdin)
 
 	grace := opts.ShutdownGrace
 	// drain waits for the server's output to end once the server has
@@ -349,6 +341,7 @@ func run(ctx context.Context, stdin io.Reader, stdout io.Writer, srv server, gat
 
 	select {
 	case cerr := <-clientDone:
+		r.handoff.close() // no reader need stand by
 		// The client has said all it will. Calls it sent are decided and
 		// forwarded (or refused) before the server's input is closed.
 		// A gate that has returned may not have written its call yet:
@@ -392,8 +385,9 @@ func run(ctx context.Context, stdin io.Reader, stdout io.Writer, srv server, gat
 	}
 	// Gates still running see a cancelled context; whatever they would say
 	// now goes nowhere. A gate blocked writing to a client that no longer
-	// reads is left behind rather than waited for.
+	// reads is left behind rather than waited for. A standby reader leaves.
 	cancel()
+	r.handoff.close()
 	gatesDone := make(chan struct{})
 	go func() { r.gates.Wait(); close(gatesDone) }()
 	select {
@@ -423,6 +417,28 @@ func rawWriter(f *os.File, w io.Writer) io.Writer {
 		return p
 	}
 	return w
+}
+
+// awaitServer returns a channel closed once the server has exited and
+// what it wrote to stderr before has been copied (copied closed), within
+// the grace period that os/exec gives its own copies (WaitDelay): a child
+// of the server may hold the pipe open.
+func awaitServer(srv server, errR *os.File, copied <-chan struct{}, waitDelay time.Duration, log *slog.Logger) <-chan struct{} {
+	exited := make(chan struct{})
+	go func() {
+		srv.wait()
+		errR.SetReadDeadline(time.Now().Add(waitDelay))
+		select {
+		case <-copied:
+		case <-time.After(2 * waitDelay):
+			// The copy is stuck writing: aegis's own stderr does not
+			// take it. The log file has what was read; the exit is acted
+			// on all the same.
+			log.Warn("proxy: gave up copying the server's stderr: aegis's stderr does not take it")
+		}
+		close(exited)
+	}()
+	return exited
 }
 
 // terminate waits for the server to exit, then asks it to (SIGTERM), then

@@ -81,7 +81,17 @@ type inProcess struct {
 	in     *os.File
 	out    *os.File
 	err    error // run's, once done is closed
+
+	gone    chan struct{} // closed once done or killed is
+	goneOne sync.Once
 }
+
+// ended is closed once the bridge has returned or was killed. A bridge
+// writes nothing to stderr, so there is nothing to copy before its end is
+// acted on: the relay waits on this, with no goroutine of its own.
+func (b *inProcess) ended() <-chan struct{} { return b.gone }
+
+func (b *inProcess) end() { b.goneOne.Do(func() { close(b.gone) }) }
 
 func (b *inProcess) start(ctx context.Context, in, out, errOut *os.File) error {
 	// A bridge writes nothing to stderr: it logs through aegis's logger.
@@ -90,8 +100,9 @@ func (b *inProcess) start(ctx context.Context, in, out, errOut *os.File) error {
 	// its input's end, as it reaches a process.
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	b.cancel, b.in, b.out = cancel, in, out
-	b.done, b.killed = make(chan struct{}), make(chan struct{})
+	b.done, b.killed, b.gone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
+		defer b.end()
 		defer close(b.done)
 		defer cancel()
 		defer in.Close()
@@ -118,6 +129,7 @@ func (b *inProcess) kill() {
 		b.in.Close()
 		b.out.Close()
 		close(b.killed)
+		b.end()
 	})
 }
 
