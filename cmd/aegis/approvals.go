@@ -136,7 +136,7 @@ func printApproval(w io.Writer, ap *approval.Approval, detail bool) {
 	if ap.State == approval.Pending {
 		state = "pending, " + time.Until(ap.Expires).Round(time.Second).String() + " left"
 	}
-	fmt.Fprintf(w, "%s  %s  %s  principal %s, session %s  [%s]\n", ap.ID, ap.Created.Local().Format("15:04:05"), callName(ap), ap.Principal, ap.Session, state)
+	fmt.Fprintf(w, "%s  %s  %s  principal %s, session %s  [%s]\n", ap.ID, ap.Created.Local().Format("15:04:05"), callName(ap), shown(ap.Principal), shown(ap.Session), state)
 	for _, c := range ap.Caps {
 		fmt.Fprintf(w, "    %s\n", c)
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -214,9 +215,13 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	fmt.Fprintf(stdout, "%6s %s %-5s %s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, target(e.Server, e.Method, e.Tool), e.Principal)
+	fmt.Fprintf(stdout, "%6s %s %-5s %s %s", le.lane.EntryName(e.Seq), e.Time.Local().Format("2006-01-02 15:04:05"), e.Decision, target(e.Server, e.Method, e.Tool), shown(e.Principal))
 	if len(e.Roles) > 0 {
-		fmt.Fprintf(stdout, " (roles %s)", strings.Join(e.Roles, ", "))
+		roles := make([]string, len(e.Roles))
+		for i, r := range e.Roles {
+			roles[i] = shown(r)
+		}
+		fmt.Fprintf(stdout, " (roles %s)", strings.Join(roles, ", "))
 	}
 	if e.Mode == record.Shadow {
 		fmt.Fprintf(stdout, " [shadow, would %s]", e.Would)
@@ -230,6 +235,22 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 	}
 	_, err := fmt.Fprintf(stdout, "         %s\n", e.Reason)
 	return err
+}
+
+// shown is s for a terminal: quoted when it holds anything but printable
+// text. A principal or role comes from an identity provider's claims or a
+// caller's flag, and an escape sequence in one must not reach the
+// operator's terminal (to rewrite the lines around it).
+func shown(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) || r == '"' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // lastEntries returns the last n entries of a lane (all of them when n is
@@ -277,12 +298,16 @@ func cmdKey(argv []string, stdout, stderr io.Writer) error {
 // "fs resources/read file:///x" for a request of another method (its
 // target quoted when it has spaces or is empty of meaning).
 func target(server, method, tool string) string {
+	// A tool's name is the model's choice, whatever the server lists:
+	// one that is not plain text is quoted, as are a server's and a
+	// method's.
+	server, method = shown(server), shown(method)
 	switch {
 	case method == "":
-		return server + "/" + tool
+		return server + "/" + shown(tool)
 	case tool == "":
 		return server + " " + method
-	case strings.ContainsAny(tool, " \t\n\"") || !utf8.ValidString(tool):
+	case strings.ContainsAny(tool, " \t\n\"") || shown(tool) != tool:
 		return fmt.Sprintf("%s %s %q", server, method, tool)
 	}
 	return server + " " + method + " " + tool

@@ -161,11 +161,13 @@ func printPins(s *pin.Store, stdout io.Writer) error {
 	sort.Strings(names)
 	for _, name := range names {
 		p := all[name]
+		// The names are the server's: one that is not plain text is
+		// quoted, for the terminal's sake.
 		state := "pinned"
 		if p.Held() {
-			state = "HELD (schema changed " + p.Pending.Seen.Format(time.RFC3339) + "; aegis pins accept " + name + ")"
+			state = "HELD (schema changed " + p.Pending.Seen.Format(time.RFC3339) + "; aegis pins accept " + shown(name) + ")"
 		}
-		fmt.Fprintf(stdout, "%-28s %s  shape %.12s  full %.12s  since %s\n", name, state, p.Shape, p.Full, p.Pinned.Format(time.RFC3339))
+		fmt.Fprintf(stdout, "%-28s %s  shape %.12s  full %.12s  since %s\n", shown(name), state, p.Shape, p.Full, p.Pinned.Format(time.RFC3339))
 	}
 	return nil
 }
