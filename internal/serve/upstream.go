@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/proxy"
 )
@@ -29,6 +30,9 @@ const maxLine = 64 << 20
 
 // eventBuffer is the starting size of an SSE stream's read buffer.
 const eventBuffer = 2 << 10
+
+// endTimeout bounds the DELETE that ends the server's session.
+const endTimeout = 5 * time.Second
 
 // maxPosting bounds the client's notifications and responses being
 // POSTed at once.
@@ -337,7 +341,13 @@ func (b *bridge) end(ctx context.Context) {
 	if session == "" {
 		return
 	}
-	req, err := b.request(context.WithoutCancel(ctx), http.MethodDelete, nil, nil)
+	// Sent even when ctx is done (the relay stopped the bridge), but
+	// not waited for without end: nothing else would end a DELETE that
+	// the server never answers, and the bridge, its goroutine and its
+	// connection would stay for good.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+	defer cancel()
+	req, err := b.request(ctx, http.MethodDelete, nil, nil)
 	if err != nil {
 		return
 	}

@@ -63,7 +63,10 @@ func (s *holdingServer) RoundTrip(r *http.Request) (*http.Response, error) {
 // before the fix each went on a goroutine of its own with nothing to
 // bound them, so a client that sent them faster than the server answered
 // (or a server that did not answer) had aegis open as many connections
-// to the server, and hold as many goroutines, as it liked.
+// to the server, and hold as many goroutines, as it liked. And a server
+// that never answered the DELETE that ends its session held the bridge,
+// with its goroutine and connection, for good: nothing cancels that
+// request (it is sent after the session's context may be done).
 func TestBridgeHoldsLittle(t *testing.T) {
 	const n = 500
 	initialize := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}` + "\n"
@@ -77,6 +80,8 @@ func TestBridgeHoldsLittle(t *testing.T) {
 			func(r *http.Request) bool { return r.Method == http.MethodPost }, maxPosting},
 		{"responses", `{"jsonrpc":"2.0","id":7,"result":{}}`,
 			func(r *http.Request) bool { return r.Method == http.MethodPost }, maxPosting},
+		{"the session's end", "",
+			func(r *http.Request) bool { return r.Method == http.MethodDelete }, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
