@@ -138,13 +138,15 @@ func printApproval(w io.Writer, ap *approval.Approval, detail bool) {
 	}
 	fmt.Fprintf(w, "%s  %s  %s  principal %s, session %s  [%s]\n", ap.ID, ap.Created.Local().Format("15:04:05"), callName(ap), shown(ap.Principal), shown(ap.Session), state)
 	for _, c := range ap.Caps {
-		fmt.Fprintf(w, "    %s\n", c)
+		fmt.Fprintf(w, "    %s\n", escaped(c))
 	}
-	fmt.Fprintf(w, "    asked by %s: %s\n", strings.Join(ap.Rules, ", "), ap.Reason)
+	fmt.Fprintf(w, "    asked by %s: %s\n", strings.Join(ap.Rules, ", "), escaped(ap.Reason))
 	if !detail {
 		return
 	}
-	fmt.Fprintf(w, "    arguments (secrets redacted): %s\n", ap.Arguments)
+	// The arguments are the client's JSON text: a carriage return between
+	// tokens, or DEL or a C1 control in a string, is valid there.
+	fmt.Fprintf(w, "    arguments (secrets redacted): %s\n", escaped(string(ap.Arguments)))
 	fmt.Fprintf(w, "    chain entry %d%s, arguments hash %s, policy hash %s\n", ap.Seq, laneSuffix(ap.Lane), ap.ArgsHash, ap.PolicyHash)
 	if a := ap.Answer; a != nil {
 		verdict := "denied"

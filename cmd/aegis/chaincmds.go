@@ -231,9 +231,9 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 	}
 	fmt.Fprintln(stdout)
 	for _, c := range e.Caps {
-		fmt.Fprintf(stdout, "         %s\n", capLine(capJSON{Kind: c.Kind, Path: c.Path, Subtree: c.Subtree, Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL, Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command, IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven}))
+		fmt.Fprintf(stdout, "         %s\n", escaped(capLine(capJSON{Kind: c.Kind, Path: c.Path, Subtree: c.Subtree, Scheme: c.Scheme, Host: c.Host, Port: c.Port, URL: c.URL, Program: c.Program, Argv: c.Argv, Shell: c.Shell, Command: c.Command, IDKind: c.IDKind, ID: c.ID, Unproven: c.Unproven})))
 	}
-	_, err := fmt.Fprintf(stdout, "         %s\n", e.Reason)
+	_, err := fmt.Fprintf(stdout, "         %s\n", escaped(e.Reason))
 	return err
 }
 
@@ -247,6 +247,25 @@ func shown(s string) string {
 	}
 	for _, r := range s {
 		if !strconv.IsPrint(r) || r == '"' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// escaped is a line of text for a terminal: quoted when it holds a
+// control character or invalid UTF-8. A capability is derived from the
+// model's arguments (a path may hold an escape sequence, a carriage
+// return or a newline, and is canonicalised as the file name it is), and
+// a reason or a call's arguments may carry the model's text: none may
+// rewrite the lines around it. Unlike shown, a double quote alone leaves
+// the text as it is (a reason quotes what it names).
+func escaped(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
 			return strconv.Quote(s)
 		}
 	}

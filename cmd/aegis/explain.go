@@ -79,10 +79,10 @@ func cmdExplain(argv []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		fmt.Fprintf(stdout, "pins     none: aegis run never listed this server's tools, so the pin and schema steps are skipped\n")
 	}
 	for _, c := range capsJSON(v.Caps) {
-		fmt.Fprintf(stdout, "derived  %s\n", capLine(c))
+		fmt.Fprintf(stdout, "derived  %s\n", escaped(capLine(c)))
 	}
 	fmt.Fprintf(stdout, "decision %s (policy mode %s)\n", v.Effect, eng.Policy().Mode())
-	fmt.Fprintf(stdout, "reason   %s\n", v.Reason())
+	fmt.Fprintf(stdout, "reason   %s\n", escaped(v.Reason()))
 	if x != nil {
 		fmt.Fprintf(stdout, "\n%s", x)
 	}

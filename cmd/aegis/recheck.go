@@ -99,7 +99,7 @@ func cmdRecheck(argv []string, stdout, stderr io.Writer) error {
 				perRule[r]++
 			}
 			if !*quiet {
-				fmt.Fprintf(&lines, "seq %s: %s by %q: %s -> %s: %s%s\n", ln.EntryName(e.Seq), target(e.Server, e.Method, e.Tool), e.Principal, e.Decision, now, v.Reason(), mark)
+				fmt.Fprintf(&lines, "seq %s: %s by %q: %s -> %s: %s%s\n", ln.EntryName(e.Seq), target(e.Server, e.Method, e.Tool), e.Principal, e.Decision, now, escaped(v.Reason()), mark)
 			}
 			return nil
 		})

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aegis-mcp/aegis/internal/proxy"
 )
@@ -30,6 +31,13 @@ const maxLine = 64 << 20
 // eventBuffer is the starting size of an SSE stream's read buffer.
 const eventBuffer = 2 << 10
 
+// endTimeout bounds the DELETE that ends the server's session.
+const endTimeout = 5 * time.Second
+
+// maxPosting bounds the client's notifications and responses being
+// POSTed at once.
+const maxPosting = 16
+
 // Bridge relays the lines of in to the MCP server at url and the server's
 // messages to out, until in ends (then it ends the server's session) or
 // ctx is done. header is sent with every request (the upstream's
@@ -40,7 +48,7 @@ const eventBuffer = 2 << 10
 func Bridge(ctx context.Context, in proxy.MessageReader, out io.Writer, url string, client *http.Client, header http.Header) error {
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	b := &bridge{url: url, client: &c, header: header, out: out}
+	b := &bridge{url: url, client: &c, header: header, out: out, posting: make(chan struct{}, maxPosting)}
 	// The GET stream lasts as long as the session: it ends when in does.
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
@@ -65,10 +73,24 @@ func Bridge(ctx context.Context, in proxy.MessageReader, out io.Writer, url stri
 			b.post(ctx, line, msg)
 			continue
 		}
+		// A request waits at the relay for a place (MaxInFlight); a
+		// notification or response does not, and aegis serve accepts
+		// one at once: were they not bounded here, a client sending
+		// them faster than the server answers would have aegis hold a
+		// goroutine and a connection to the server for each. The input
+		// waits instead, as a process's stdin would.
+		var posting chan struct{}
+		if msg.Kind != proxy.Request {
+			posting = b.posting
+			posting <- struct{}{}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			b.post(ctx, line, msg)
+			if posting != nil {
+				<-posting
+			}
 		}()
 		if msg.Kind == proxy.Notification && msg.Method == "notifications/initialized" {
 			b.listenOnce(listenCtx, &listening)
@@ -91,6 +113,8 @@ type bridge struct {
 
 	omu sync.Mutex
 	out io.Writer
+
+	posting chan struct{} // a place for each notification or response being POSTed
 
 	mu        sync.Mutex
 	session   string // Mcp-Session-Id, once the server gave one
@@ -317,7 +341,13 @@ func (b *bridge) end(ctx context.Context) {
 	if session == "" {
 		return
 	}
-	req, err := b.request(context.WithoutCancel(ctx), http.MethodDelete, nil, nil)
+	// Sent even when ctx is done (the relay stopped the bridge), but
+	// not waited for without end: nothing else would end a DELETE that
+	// the server never answers, and the bridge, its goroutine and its
+	// connection would stay for good.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+	defer cancel()
+	req, err := b.request(ctx, http.MethodDelete, nil, nil)
 	if err != nil {
 		return
 	}
