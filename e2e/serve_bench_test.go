@@ -99,9 +99,7 @@ func init() {
 		serveFn = func() (http.Handler, error) {
 			url := os.Getenv(serveRelayRole)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-			bridge := func(ctx context.Context, in proxy.MessageReader, out io.Writer) error {
-				return serve.Bridge(ctx, in, out, url, client, nil)
-			}
+			bridge := serve.Remote{URL: url, Client: client}.Bridge
 			start := func(context.Context, serve.Started) (*serve.Upstream, error) {
 				return &serve.Upstream{Bridge: bridge, Gate: forwardAll{}, Options: &proxy.Options{Stderr: io.Discard}}, nil
 			}

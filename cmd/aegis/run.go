@@ -328,10 +328,8 @@ func remote(name string, relay config.Relay) (*launched, error) {
 		}
 		header.Set("Authorization", "Bearer "+token)
 	}
-	url := relay.URL
-	return &launched{bridge: func(ctx context.Context, in proxy.MessageReader, out io.Writer) error {
-		return serve.Bridge(ctx, in, out, url, upstreamClient, header)
-	}}, nil
+	r := serve.Remote{URL: relay.URL, Client: upstreamClient, Header: header, MaxMessage: int(relay.MaxMessageBytes)}
+	return &launched{bridge: r.Bridge}, nil
 }
 
 // upstreamClient is the HTTP client of every bridge: the sessions of a

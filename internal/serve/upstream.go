@@ -25,9 +25,6 @@ import (
 // adds nothing of the client's: its credentials are the configuration's
 // (header), never the caller's.
 
-// maxLine bounds one message read from the relay or the server.
-const maxLine = 64 << 20
-
 // eventBuffer is the starting size of an SSE stream's read buffer.
 const eventBuffer = 2 << 10
 
@@ -38,17 +35,36 @@ const endTimeout = 5 * time.Second
 // POSTed at once.
 const maxPosting = 16
 
-// Bridge relays the lines of in to the MCP server at url and the server's
-// messages to out, until in ends (then it ends the server's session) or
-// ctx is done. header is sent with every request (the upstream's
-// credentials). A redirect is not followed, whatever client says: the
-// server is at the URL the configuration chose, and a server that sent
-// the bridge elsewhere would have aegis's host ask what it names (a
-// service of aegis's network, a cloud's metadata) and relay the answer.
-func Bridge(ctx context.Context, in proxy.MessageReader, out io.Writer, url string, client *http.Client, header http.Header) error {
-	c := *client
+// A Remote is an MCP server at a URL, reached over Streamable HTTP.
+type Remote struct {
+	URL    string
+	Client *http.Client
+	// Header is sent with every request: the server's credentials, from
+	// the configuration.
+	Header http.Header
+	// MaxMessage bounds one message of the server's (an answer's body,
+	// an event of a stream): the relay's cap (proxy.Options'
+	// MaxMessageBytes), past which it would drop the message anyway.
+	// Zero is proxy.DefaultMaxMessageBytes.
+	MaxMessage int
+}
+
+// Bridge relays the messages of in to the server and the server's
+// messages to out, one per line, until in ends (then it ends the server's
+// session) or ctx is done: a [proxy.Bridge]. A redirect is not followed,
+// whatever r.Client says: the server is at the URL the configuration
+// chose, and a server that sent the bridge elsewhere would have aegis's
+// host ask what it names (a service of aegis's network, a cloud's
+// metadata) and relay the answer. A message of the server's over
+// r.MaxMessage answers its request with an error.
+func (r Remote) Bridge(ctx context.Context, in proxy.MessageReader, out io.Writer) error {
+	c := *r.Client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	b := &bridge{url: url, client: &c, header: header, out: out, posting: make(chan struct{}, maxPosting)}
+	max := r.MaxMessage
+	if max <= 0 {
+		max = proxy.DefaultMaxMessageBytes
+	}
+	b := &bridge{url: r.URL, client: &c, header: r.Header, out: out, max: max, posting: make(chan struct{}, maxPosting)}
 	// The GET stream lasts as long as the session: it ends when in does.
 	listenCtx, stopListening := context.WithCancel(ctx)
 	defer stopListening()
@@ -113,6 +129,8 @@ type bridge struct {
 
 	omu sync.Mutex
 	out io.Writer
+
+	max int // bounds one message of the server's
 
 	posting chan struct{} // a place for each notification or response being POSTed
 
@@ -216,9 +234,15 @@ func (b *bridge) post(ctx context.Context, line []byte, msg proxy.Inspected) {
 		b.events(resp.Body, msg)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLine))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(b.max)+1))
 	if err != nil {
 		b.fail(msg, err)
+		return
+	}
+	if len(body) > b.max {
+		// Cut short, it would not parse and the request would never be
+		// answered.
+		b.fail(msg, fmt.Errorf("the server's answer is over %d bytes", b.max))
 		return
 	}
 	b.answered(msg, body)
@@ -243,14 +267,14 @@ func (b *bridge) answered(msg proxy.Inspected, body []byte) {
 }
 
 // events writes the messages of an SSE stream. An event is bounded as a
-// line is: a server whose event grows past maxLine (data lines without
+// line is: a server whose event grows past b.max (data lines without
 // the blank line that ends it) loses the stream, and the request of the
 // stream, if not answered yet, is answered with an error.
 func (b *bridge) events(body io.Reader, msg proxy.Inspected) {
 	// A session's GET stream is read for as long as the session lasts,
 	// mostly idle: its buffer starts small (a longer line grows it).
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, eventBuffer), maxLine)
+	sc.Buffer(make([]byte, 0, eventBuffer), b.max+len("data: \r\n"))
 	var data []byte
 	// answered says the stream carried the answer to msg: an error
 	// then would answer a later request that reused its id.
@@ -272,9 +296,9 @@ func (b *bridge) events(body io.Reader, msg proxy.Inspected) {
 			}
 		case bytes.HasPrefix(l, []byte("data:")):
 			l = bytes.TrimPrefix(bytes.TrimPrefix(l, []byte("data:")), []byte(" "))
-			if len(data)+1+len(l) > maxLine {
+			if len(data)+1+len(l) > b.max {
 				if !answered {
-					b.fail(msg, fmt.Errorf("an event of the server's is over %d bytes", maxLine))
+					b.fail(msg, fmt.Errorf("an event of the server's is over %d bytes", b.max))
 				}
 				return
 			}

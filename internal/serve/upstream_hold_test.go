@@ -95,7 +95,7 @@ func TestBridgeHoldsLittle(t *testing.T) {
 				defer cancel()
 				done := make(chan error, 1)
 				go func() {
-					done <- Bridge(ctx, proxy.Messages(strings.NewReader(in), 1<<20), io.Discard, "http://upstream.test/mcp", &http.Client{Transport: srv}, nil)
+					done <- (Remote{URL: "http://upstream.test/mcp", Client: &http.Client{Transport: srv}}).Bridge(ctx, proxy.Messages(strings.NewReader(in), 1<<20), io.Discard)
 				}()
 				synctest.Wait()
 				srv.mu.Lock()

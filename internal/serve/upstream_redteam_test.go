@@ -21,7 +21,7 @@ func bridgeOnce(t *testing.T, url string, in string) string {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	if err := Bridge(ctx, proxy.Messages(strings.NewReader(in), 1<<20), &out, url, &http.Client{}, nil); err != nil {
+	if err := (Remote{URL: url, Client: &http.Client{}, MaxMessage: testMaxMessage}).Bridge(ctx, proxy.Messages(strings.NewReader(in), 1<<20), &out); err != nil {
 		t.Fatalf("bridge: %v", err)
 	}
 	return out.String()
@@ -56,13 +56,31 @@ func TestBridgeRedirects(t *testing.T) {
 	}
 }
 
+// testMaxMessage is the bridges' cap in these tests.
+const testMaxMessage = 4 << 20
+
+// TestBridgeAnswerBound: an answer of the server's over the cap answers
+// the request with an error saying so, where the cut body would not parse
+// and the request would wait for good.
+func TestBridgeAnswerBound(t *testing.T) {
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"text":"`+strings.Repeat("x", testMaxMessage)+`"}}`)
+	}))
+	defer remote.Close()
+	got := bridgeOnce(t, remote.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	if !strings.Contains(got, `"id":1,"error"`) || !strings.Contains(got, "over 4194304 bytes") || len(got) > 1000 {
+		t.Errorf("the request was not answered with an error: %.200q", got)
+	}
+}
+
 // TestBridgeEventBound: one SSE event of the server's is bounded like a
 // line: a server that sends data lines without ever ending the event
 // loses its stream, rather than growing the bridge's memory without
 // end.
 func TestBridgeEventBound(t *testing.T) {
 	var sent atomic.Int64
-	const giveUp = 2 * maxLine
+	const giveUp = 16 * testMaxMessage // well past the cap and what sockets buffer
 	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
