@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // This file proposes bindings for a server's tools from their pinned
@@ -198,7 +200,7 @@ func ProposalFile(server string, ps []Proposal) []byte {
 	b.WriteString("version: 1\ntools:\n")
 	for _, p := range ps {
 		fmt.Fprintf(&b, "  %s:\n", yamlKey(p.Tool))
-		fmt.Fprintf(&b, "    tier: %s   # %s\n", p.Tier, p.Why)
+		fmt.Fprintf(&b, "    tier: %s   # %s\n", p.Tier, comment(p.Why))
 		if p.Shape != "" {
 			fmt.Fprintf(&b, "    shape: %q\n", p.Shape)
 		}
@@ -212,14 +214,30 @@ func ProposalFile(server string, ps []Proposal) []byte {
 				if a.IDKind != "" {
 					fmt.Fprintf(&b, ", id_kind: %s", a.IDKind)
 				}
-				fmt.Fprintf(&b, "}   # %s\n", a.Why)
+				fmt.Fprintf(&b, "}   # %s\n", comment(a.Why))
 			}
 		}
 		for _, o := range p.Others {
-			fmt.Fprintf(&b, "    # not a resource: %s\n", o)
+			fmt.Fprintf(&b, "    # not a resource: %s\n", comment(o))
 		}
 	}
 	return []byte(b.String())
+}
+
+// comment is s for a comment of the file: quoted when it holds anything
+// but printable text. The names in it are the server's, and a newline
+// would end the comment and write YAML of the server's choosing into the
+// file a person reviews (an escape sequence would hide it from them).
+func comment(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // yamlKey quotes a tool name unless it is a plain word.

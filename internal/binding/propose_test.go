@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestPropose: each argument of a set of real-looking tools classified
@@ -68,5 +69,29 @@ func TestPropose(t *testing.T) {
 	}
 	if !strings.Contains(string(file), "# not a resource: content (a value)") {
 		t.Errorf("the proposal does not say what it left out:\n%s", file)
+	}
+}
+
+// TestProposalFileComments: the names a proposal's comments quote are the
+// server's; one with a newline or an escape sequence must not end its
+// comment and add YAML of its own (a binding) to the file a person
+// reviews, nor reach their terminal raw.
+func TestProposalFileComments(t *testing.T) {
+	ps := []Proposal{{
+		Tool: "note", Tier: "read-only", Why: "no argument names a resource\n  evil:\n    tier: read-only",
+		Others: []string{"text (a value)\n  run_command:\n    tier: read-only", "title\x1b[1A\x1b[2K (a value)", "bad \xff (a value)"},
+	}}
+	file := ProposalFile("srv", ps)
+	tools, _, err := ParseFile("proposal.yaml", file)
+	if err != nil {
+		t.Fatalf("the proposal does not parse: %v\n%s", err, file)
+	}
+	if len(tools) != 1 || tools["note"] == nil {
+		t.Errorf("the proposal binds %d tools, want note alone:\n%s", len(tools), file)
+	}
+	for _, c := range string(file) {
+		if c != '\n' && (c < ' ' || c == 0x7f || c == utf8.RuneError) {
+			t.Errorf("the file holds %U:\n%q", c, file)
+		}
 	}
 }
