@@ -242,15 +242,12 @@ func printEntry(stdout io.Writer, le laneEntry, asJSON bool) error {
 // caller's flag, and an escape sequence in one must not reach the
 // operator's terminal (to rewrite the lines around it).
 func shown(s string) string {
-	if !utf8.ValidString(s) {
+	if strings.ContainsRune(s, '"') {
+		// A name is quoted when it is not plain: one with a quote
+		// could pass for another's quoted form.
 		return strconv.Quote(s)
 	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) || r == '"' {
-			return strconv.Quote(s)
-		}
-	}
-	return s
+	return escaped(s)
 }
 
 // escaped is a line of text for a terminal: quoted when it holds a
