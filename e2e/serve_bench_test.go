@@ -357,7 +357,7 @@ func benchPathsFrom() []string {
 // trip of one echo call by each path, in rounds that take the paths in a
 // new order each time: direct to the upstream; through the reverse proxy
 // (rproxy); through aegis serve's transport and relay alone with aegis's
-// bridge (serve.Bridge) to the upstream (url-relay: no gate); through
+// bridge (serve.Remote) to the upstream (url-relay: no gate); through
 // aegis serve with the upstream as its url: (url-shm, url-disk: state on
 // tmpfs or on $TMPDIR's disk); and through aegis serve with the demo
 // server as its stdio command: (stdio-shm, stdio-disk), which the SDK's

@@ -315,7 +315,7 @@ func launch(name string, cfg *config.Config, eng *gateway.Engine, sess *gateway.
 	return l, nil
 }
 
-// remote is a server at a URL: aegis's own bridge (serve.Bridge) in
+// remote is a server at a URL: aegis's own bridge (serve.Remote) in
 // place of its process, in aegis's process. There is no process of the
 // server's here to confine; the bridge presents the token bearer_env
 // names, and nothing of the client's.

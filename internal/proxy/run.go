@@ -158,7 +158,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout io.Writer, cmd *exec.Cmd, 
 }
 
 // A Bridge is an MCP server reached from aegis's own process (a remote
-// server's HTTP client, see serve.Bridge): it reads the relay's messages
+// server's HTTP client, see serve.Remote): it reads the relay's messages
 // from in and writes the server's to out, one per line, until in ends or
 // ctx is done. A message in hands over is valid until its next
 // ReadMessage; while the bridge waits for the next, in holds no buffer.

@@ -64,14 +64,14 @@ func (p *process) kill()            { p.cmd.Process.Kill() }
 func (p *process) describe() string { return describeExit(p.cmd.ProcessState) }
 func (p *process) exitError() error { return &ServerExitError{State: p.cmd.ProcessState} }
 
-// inProcess is a server reached through a [Bridge] running on a goroutine
-// of aegis's own. Stopping it cancels the bridge's context; killing it
-// also closes its pipes and stops waiting for it, so that a bridge stuck
-// in a call that ignores its context does not hold the relay.
 // maxBridgeMessage bounds a message the relay writes to a bridge, which
 // the relay's own cap (Options.MaxMessageBytes) keeps far under.
 const maxBridgeMessage = 1 << 30
 
+// inProcess is a server reached through a [Bridge] running on a goroutine
+// of aegis's own. Stopping it cancels the bridge's context; killing it
+// also closes its pipes and stops waiting for it, so that a bridge stuck
+// in a call that ignores its context does not hold the relay.
 type inProcess struct {
 	run    Bridge
 	cancel context.CancelFunc
