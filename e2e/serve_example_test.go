@@ -114,7 +114,7 @@ func TestServeExample(t *testing.T) {
 				out, err := c.CombinedOutput()
 				refused := strings.Contains(cmdline, "# refused")
 				switch {
-				case refused && (exitCode(err) != 1 || !strings.HasPrefix(string(out), "REFUSED: aegis denied this call")):
+				case refused && (exitCode(err) != 1 || !strings.HasPrefix(string(out), "ERROR: aegis denied this call")):
 					t.Errorf("%s\nwas to be refused by aegis; exit %v:\n%s", cmdline, err, out)
 				case !refused && err != nil:
 					t.Errorf("%s\nfailed: %v\n%s", cmdline, err, out)

@@ -7,7 +7,8 @@
 //	go run ./examples/serve/client -key KEY http://127.0.0.1:8347/mcp/notes read_file '{"path": "/tmp/x/notes/hello.txt"}'
 //
 // The exit status is 0 when the call was forwarded and its result is not an
-// error, 1 when aegis (or the server) refused it, 2 for bad usage.
+// error, 1 when its result is an error (aegis's refusal or the tool's own)
+// or it failed, 2 for bad usage.
 package main
 
 import (
@@ -87,7 +88,9 @@ func run(argv []string) int {
 		}
 	}
 	if res.IsError {
-		fmt.Printf("REFUSED: %s\n", strings.Join(text, "\n"))
+		// aegis's refusal ("aegis denied this call: …") or the tool's own
+		// error: the text says which.
+		fmt.Printf("ERROR: %s\n", strings.Join(text, "\n"))
 		return 1
 	}
 	fmt.Println(strings.Join(text, "\n"))
