@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,18 +44,28 @@ func TestRelayResultTypeForRevision(t *testing.T) {
 	}
 }
 
-// FuzzTypedResults: no _meta makes typedResults panic, and it says yes only
-// for a revision written as a date no earlier than 2026-07-28.
+// FuzzTypedResults: no _meta makes typedResults panic, and it says yes
+// exactly for a revision written as a date no earlier than 2026-07-28, as
+// encoding/json and a regular expression read the _meta.
 func FuzzTypedResults(f *testing.F) {
 	f.Add([]byte(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`))
 	f.Add([]byte(`{"io.modelcontextprotocol/protocolVersion":"2025-11-25","x":[1,{"y":"\u0041"}]}`))
 	f.Add([]byte(`{"io.modelcontextprotocol\/protocolVersion":"2026-12-01"}`))
+	// A later revision with no "20" in it (the property checked once
+	// said a yes needed one).
+	f.Add([]byte(`{"io.modelcontextprotocol/protocolVersion":"3025-11-25","x":[1,{"y":"\u0041"}]}`))
+	f.Add([]byte(`{"io.modelcontextprotocol/protocolVersion":"2026-07-2\u0038"}`))
+	date := regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
 	f.Fuzz(func(t *testing.T, meta []byte) {
 		if _, err := args.Validate(meta, 64); err != nil {
 			return // the relay passes on only _meta it validated
 		}
-		if typedResults(meta) && !strings.Contains(string(meta), "20") {
-			t.Fatalf("typedResults(%s) with no revision in it", meta)
+		var m map[string]json.RawMessage
+		var rev string
+		want := json.Unmarshal(meta, &m) == nil && json.Unmarshal(m[metaProtocolVersion], &rev) == nil &&
+			date.MatchString(rev) && rev >= "2026-07-28"
+		if got := typedResults(meta); got != want {
+			t.Fatalf("typedResults(%s) = %v, want %v", meta, got, want)
 		}
 	})
 }
