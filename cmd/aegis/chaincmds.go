@@ -12,9 +12,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/aegis-mcp/aegis/internal/chain"
+	"github.com/aegis-mcp/aegis/internal/plaintext"
 	"github.com/aegis-mcp/aegis/internal/record"
 )
 
@@ -257,17 +257,7 @@ func shown(s string) string {
 // a reason or a call's arguments may carry the model's text: none may
 // rewrite the lines around it. Unlike shown, a double quote alone leaves
 // the text as it is (a reason quotes what it names).
-func escaped(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
+func escaped(s string) string { return plaintext.Quote(s) }
 
 // lastEntries returns the last n entries of a lane (all of them when n is
 // 0), as chain.LastEntries reads them.

@@ -60,6 +60,7 @@ var levels = map[string]int{
 	"internal/difftest":   0, // test-only: the differential harness of the speed twins
 	"internal/dnstest":    0, // test-only: a DNS server on loopback whose answers change
 	"internal/pgtest":     0, // test-only: a PostgreSQL schema of a test's own
+	"internal/plaintext":  0, // text that is not plain, quoted for a terminal or a file
 	// 1: one step of the pipeline each, or one store.
 	"internal/binding":     1,
 	"internal/policy":      1,
@@ -107,7 +108,7 @@ var sideways = map[string][]string{
 
 // pure packages decide from values alone: no files, no network, no
 // processes.
-var pure = []string{"internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape", "internal/schema", "internal/record", "internal/jcsref", "internal/difftest"}
+var pure = []string{"internal/plaintext", "internal/args", "internal/capability", "internal/binding", "internal/policy", "internal/dlp", "internal/shape", "internal/schema", "internal/record", "internal/jcsref", "internal/difftest"}
 
 // syscall is allowed: package capability names errno values (EINVAL, ENOTDIR)
 // that its injected Readlink returns, and makes no call.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/aegis-mcp/aegis/internal/plaintext"
 )
 
 // This file proposes bindings for a server's tools from their pinned
@@ -198,9 +198,12 @@ func ProposalFile(server string, ps []Proposal) []byte {
 	b.WriteString("# schema it was made for: if the server changes it, the binding goes stale\n")
 	b.WriteString("# (the tool is unbound) until it is proposed and reviewed again.\n")
 	b.WriteString("version: 1\ntools:\n")
+	// The names in the comments are the server's: one with a newline would
+	// end its comment and write YAML of the server's choosing into the file
+	// a person reviews (an escape sequence would hide it from them).
 	for _, p := range ps {
 		fmt.Fprintf(&b, "  %s:\n", yamlKey(p.Tool))
-		fmt.Fprintf(&b, "    tier: %s   # %s\n", p.Tier, comment(p.Why))
+		fmt.Fprintf(&b, "    tier: %s   # %s\n", p.Tier, plaintext.Quote(p.Why))
 		if p.Shape != "" {
 			fmt.Fprintf(&b, "    shape: %q\n", p.Shape)
 		}
@@ -214,30 +217,14 @@ func ProposalFile(server string, ps []Proposal) []byte {
 				if a.IDKind != "" {
 					fmt.Fprintf(&b, ", id_kind: %s", a.IDKind)
 				}
-				fmt.Fprintf(&b, "}   # %s\n", comment(a.Why))
+				fmt.Fprintf(&b, "}   # %s\n", plaintext.Quote(a.Why))
 			}
 		}
 		for _, o := range p.Others {
-			fmt.Fprintf(&b, "    # not a resource: %s\n", comment(o))
+			fmt.Fprintf(&b, "    # not a resource: %s\n", plaintext.Quote(o))
 		}
 	}
 	return []byte(b.String())
-}
-
-// comment is s for a comment of the file: quoted when it holds anything
-// but printable text. The names in it are the server's, and a newline
-// would end the comment and write YAML of the server's choosing into the
-// file a person reviews (an escape sequence would hide it from them).
-func comment(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }
 
 // yamlKey quotes a tool name unless it is a plain word.
