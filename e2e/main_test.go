@@ -232,10 +232,24 @@ func runScript(node, script string, env []string, scenario []string, cmd []strin
 	if err != nil {
 		return r, fmt.Errorf("driver %v: %v\nstderr:\n%s", scenario, err, r.Stderr)
 	}
-	if err := json.Unmarshal(r.Raw, &r.T); err != nil {
+	if err := json.Unmarshal(transcriptIn(r.Raw), &r.T); err != nil {
 		return r, fmt.Errorf("driver %v printed no transcript: %v\nstdout:\n%s\nstderr:\n%s", scenario, err, r.Raw, r.Stderr)
 	}
 	return r, nil
+}
+
+// transcriptIn is the driver's transcript in its stdout: from the first
+// line that starts a JSON object, since an SDK may warn on stdout before
+// it (the SDK v2 client, when a server it could not connect to lists no
+// tools).
+func transcriptIn(stdout []byte) []byte {
+	if len(stdout) > 0 && stdout[0] == '{' {
+		return stdout
+	}
+	if i := bytes.Index(stdout, []byte("\n{")); i >= 0 {
+		return stdout[i+1:]
+	}
+	return stdout
 }
 
 // mustDriver is runDriver for the test's own goroutine.

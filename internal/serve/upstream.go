@@ -23,7 +23,7 @@ import (
 // answers, JSON or SSE, and of the session's GET stream is written back as
 // a line. The relay decides and records as for any server; the bridge
 // adds nothing of the client's: its credentials are the configuration's
-// (header), never the caller's.
+// (Remote.Header), never the caller's.
 
 // eventBuffer is the starting size of an SSE stream's read buffer.
 const eventBuffer = 2 << 10
